@@ -1,0 +1,310 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlock/rlock/rlock"
+)
+
+// TestMutex runs the Mutex suite on every Redis backend the harness offers.
+func TestMutex(t *testing.T) {
+	cases := map[string]func(t *testing.T, s setup){
+		"LockUnlock":                 testLockUnlock,
+		"Reentrant":                  testReentrant,
+		"OtherOwnerWaits":            testOtherOwnerWaits,
+		"TryLockNoWait":              testTryLockNoWait,
+		"TryLockWaitsForUnlock":      testTryLockWaitsForUnlock,
+		"LockForExpires":             testLockForExpires,
+		"UnlockByNonOwner":           testUnlockByNonOwner,
+		"UnlockAfterLeaseTakenOver":  testUnlockAfterLeaseTakenOver,
+		"FencingTokens":              testFencingTokens,
+		"CancelWhileWaiting":         testCancelWhileWaiting,
+		"UnlockWithCancelledContext": testUnlockWithCancelledContext,
+		"CloseWakesWaiters":          testCloseWakesWaiters,
+		"ForceUnlock":                testForceUnlock,
+	}
+	forEachSetup(t, func(t *testing.T, s setup) {
+		for name, tc := range cases {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				tc(t, s)
+			})
+		}
+	})
+}
+
+func testLockUnlock(t *testing.T, s setup) {
+	mu := s.client(t).Mutex(lockName(t))
+	ctx, err := mu.Lock(t.Context())
+	require.NoError(t, err)
+
+	locked, err := mu.IsLocked(ctx)
+	require.NoError(t, err)
+	assert.True(t, locked, "IsLocked after Lock")
+	lease, err := mu.RemainingLease(ctx)
+	require.NoError(t, err)
+	assert.Greater(t, lease, rlock.DefaultLeaseTime/2, "the watchdog lease is set")
+
+	require.NoError(t, mu.Unlock(ctx))
+	locked, err = mu.IsLocked(t.Context())
+	require.NoError(t, err)
+	assert.False(t, locked, "IsLocked after Unlock")
+	assert.ErrorIs(t, ctx.Err(), context.Canceled, "the lock context ends with the final Unlock")
+	assert.NotErrorIs(t, context.Cause(ctx), rlock.ErrLockLost, "an Unlock is not a loss")
+}
+
+func testReentrant(t *testing.T, s setup) {
+	mu := s.client(t).Mutex(lockName(t))
+	outer, err := mu.Lock(t.Context())
+	require.NoError(t, err)
+	ctxs := []context.Context{outer}
+	for level := 2; level <= 3; level++ {
+		inner, err := mu.Lock(ctxs[len(ctxs)-1])
+		require.NoError(t, err, "re-entering at level %d", level)
+		ctxs = append(ctxs, inner)
+		n, err := mu.HoldCount(inner)
+		require.NoError(t, err)
+		assert.Equal(t, level, n, "HoldCount after %d Locks", level)
+	}
+	for level := 3; level >= 1; level-- {
+		require.NoError(t, mu.Unlock(ctxs[level-1]))
+		n, err := mu.HoldCount(outer)
+		require.NoError(t, err)
+		assert.Equal(t, level-1, n, "HoldCount after Unlock at level %d", level)
+		if level > 1 {
+			assert.NoError(t, outer.Err(), "the lock context lives while levels remain")
+		}
+	}
+	assert.Error(t, outer.Err(), "the lock context ends with the last Unlock")
+	assert.ErrorIs(t, mu.Unlock(outer), rlock.ErrNotHeld, "one Unlock too many")
+}
+
+func testOtherOwnerWaits(t *testing.T, s setup) {
+	name := lockName(t)
+	c := s.client(t)
+	holder, err := c.Mutex(name).Lock(t.Context())
+	require.NoError(t, err)
+
+	// The same Client and the parent context: a second owner.
+	got := make(chan error, 1)
+	var unlockedAt time.Time
+	go func() {
+		ctx, err := c.Mutex(name).Lock(t.Context())
+		if err == nil {
+			err = c.Mutex(name).Unlock(ctx)
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("a second owner took a held lock (err %v)", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	unlockedAt = time.Now()
+	require.NoError(t, c.Mutex(name).Unlock(holder))
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting owner did not get the lock after Unlock")
+	}
+	assert.Less(t, time.Since(unlockedAt), 5*time.Second, "the waiter was served long before the 30 s lease")
+}
+
+func testTryLockNoWait(t *testing.T, s setup) {
+	name := lockName(t)
+	_, err := s.client(t).Mutex(name).Lock(t.Context())
+	require.NoError(t, err)
+
+	mu := s.client(t).Mutex(name)
+	parent := t.Context()
+	start := time.Now()
+	ctx, ok, err := mu.TryLock(parent, 0, 0)
+	require.NoError(t, err)
+	assert.False(t, ok, "TryLock(wait=0) on a held lock")
+	assert.Equal(t, parent, ctx, "a failed TryLock returns ctx unchanged")
+	assert.Less(t, time.Since(start), time.Second, "TryLock(wait=0) returns at once")
+}
+
+func testTryLockWaitsForUnlock(t *testing.T, s setup) {
+	name := lockName(t)
+	holder := s.client(t).Mutex(name)
+	hctx, err := holder.Lock(t.Context())
+	require.NoError(t, err)
+	time.AfterFunc(200*time.Millisecond, func() { _ = holder.Unlock(hctx) })
+
+	mu := s.client(t).Mutex(name)
+	ctx, ok, err := mu.TryLock(t.Context(), 5*time.Second, 0)
+	require.NoError(t, err)
+	require.True(t, ok, "TryLock gets the lock the holder frees within the wait")
+	n, err := mu.HoldCount(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	require.NoError(t, mu.Unlock(ctx))
+}
+
+func testLockForExpires(t *testing.T, s setup) {
+	name := lockName(t)
+	mu := s.client(t).Mutex(name)
+	ctx, err := mu.LockFor(t.Context(), 200*time.Millisecond)
+	require.NoError(t, err)
+
+	select {
+	case <-ctx.Done():
+	case <-time.After(2 * time.Second):
+		t.Fatal("a 200 ms lease did not end the lock context")
+	}
+	assert.ErrorIs(t, context.Cause(ctx), rlock.ErrLockLost)
+	require.Eventually(t, func() bool {
+		locked, err := mu.IsLocked(t.Context())
+		return err == nil && !locked
+	}, 2*time.Second, 10*time.Millisecond, "the key expires with its lease")
+
+	other, ok, err := s.client(t).Mutex(name).TryLock(t.Context(), 0, time.Second)
+	require.NoError(t, err)
+	assert.True(t, ok, "another owner takes the expired lock")
+	_, valid := s.client(t).Mutex(name).FencingToken(other)
+	assert.False(t, valid, "a context of another Client carries no hold of this one")
+}
+
+func testUnlockByNonOwner(t *testing.T, s setup) {
+	name := lockName(t)
+	holder := s.client(t).Mutex(name)
+	hctx, err := holder.Lock(t.Context())
+	require.NoError(t, err)
+
+	// An owner of another lock, and a context with no owner at all.
+	other := s.client(t)
+	octx, err := other.Mutex(name+":other").Lock(t.Context())
+	require.NoError(t, err)
+	assert.ErrorIs(t, other.Mutex(name).Unlock(octx), rlock.ErrNotHeld)
+	assert.ErrorIs(t, other.Mutex(name).Unlock(t.Context()), rlock.ErrNotHeld)
+
+	n, err := holder.HoldCount(hctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "the holder's lock is intact")
+	assert.NoError(t, hctx.Err(), "the holder's context is intact")
+}
+
+func testUnlockAfterLeaseTakenOver(t *testing.T, s setup) {
+	name := lockName(t)
+	first := s.client(t).Mutex(name)
+	fctx, err := first.LockFor(t.Context(), 100*time.Millisecond)
+	require.NoError(t, err)
+
+	second := s.client(t).Mutex(name)
+	sctx, ok, err := second.TryLock(t.Context(), 5*time.Second, 0)
+	require.NoError(t, err)
+	require.True(t, ok, "the second owner takes the lock once the lease runs out")
+
+	assert.ErrorIs(t, first.Unlock(fctx), rlock.ErrNotHeld)
+	n, err := second.HoldCount(sctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "the new owner's lock is intact")
+}
+
+func testFencingTokens(t *testing.T, s setup) {
+	name := lockName(t)
+	var last int64
+	for round := range 3 {
+		mu := s.client(t).Mutex(name)
+		ctx, err := mu.Lock(t.Context())
+		require.NoError(t, err)
+		token, ok := mu.FencingToken(ctx)
+		require.True(t, ok)
+		assert.Greater(t, token, last, "round %d: tokens strictly increase", round)
+		last = token
+
+		inner, err := mu.Lock(ctx)
+		require.NoError(t, err)
+		again, ok := mu.FencingToken(inner)
+		require.True(t, ok)
+		assert.Equal(t, token, again, "re-entry keeps the token")
+		require.NoError(t, mu.Unlock(inner))
+		require.NoError(t, mu.Unlock(ctx))
+		_, ok = mu.FencingToken(ctx)
+		assert.False(t, ok, "no token once released")
+	}
+}
+
+func testCancelWhileWaiting(t *testing.T, s setup) {
+	name := lockName(t)
+	holder := s.client(t).Mutex(name)
+	hctx, err := holder.Lock(t.Context())
+	require.NoError(t, err)
+	raw := s.raw(t)
+	before := keysOf(t, raw, name)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	_, err = s.client(t).Mutex(name).Lock(ctx)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, before, keysOf(t, raw, name), "the cancelled waiter left no key")
+
+	require.NoError(t, holder.Unlock(hctx))
+	assertNoSubscribers(t, raw, name)
+}
+
+func testUnlockWithCancelledContext(t *testing.T, s setup) {
+	mu := s.client(t).Mutex(lockName(t))
+	parent, cancel := context.WithCancel(t.Context())
+	ctx, err := mu.Lock(parent)
+	require.NoError(t, err)
+	cancel()
+	require.Error(t, ctx.Err(), "a lock context follows its parent")
+	require.NoError(t, mu.Unlock(ctx), "Unlock works with a cancelled context")
+	locked, err := mu.IsLocked(t.Context())
+	require.NoError(t, err)
+	assert.False(t, locked)
+}
+
+func testCloseWakesWaiters(t *testing.T, s setup) {
+	name := lockName(t)
+	_, err := s.client(t).Mutex(name).Lock(t.Context())
+	require.NoError(t, err)
+
+	c := s.client(t)
+	got := make(chan error, 1)
+	go func() {
+		_, err := c.Mutex(name).Lock(t.Context())
+		got <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	require.NoError(t, c.Close())
+	select {
+	case err := <-got:
+		assert.ErrorIs(t, err, rlock.ErrClosed)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not wake a waiting Lock")
+	}
+	_, err = c.Mutex(name).Lock(t.Context())
+	assert.ErrorIs(t, err, rlock.ErrClosed, "Lock after Close")
+}
+
+func testForceUnlock(t *testing.T, s setup) {
+	name := lockName(t)
+	mu := s.client(t).Mutex(name)
+	ctx, err := mu.Lock(t.Context())
+	require.NoError(t, err)
+
+	deleted, err := s.client(t).Mutex(name).ForceUnlock(t.Context())
+	require.NoError(t, err)
+	assert.True(t, deleted)
+	deleted, err = mu.ForceUnlock(t.Context())
+	require.NoError(t, err)
+	assert.False(t, deleted, "nothing left to delete")
+	select {
+	case <-ctx.Done():
+		assert.ErrorIs(t, context.Cause(ctx), rlock.ErrLockLost)
+	case <-time.After(2 * time.Second):
+		t.Fatal("a force-unlocked hold of this Client did not end")
+	}
+	assert.True(t, errors.Is(mu.Unlock(ctx), rlock.ErrNotHeld))
+}

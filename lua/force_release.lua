@@ -1,0 +1,13 @@
+#!lua flags=allow-oom
+-- force release: delete the lock whoever holds it and wake a waiter.
+--
+-- KEYS[1] lock hash         P{N}
+-- KEYS[2] unlock channel    P{N}:unlock
+-- ARGV[1] publish command: 'publish', or 'spublish' on a Cluster
+--
+-- Reply: 1 if a lock was deleted, 0 if there was none.
+if redis.call('del', KEYS[1]) == 1 then
+    redis.call(ARGV[1], KEYS[2], 'unlocked')
+    return 1
+end
+return 0

@@ -1,0 +1,23 @@
+#!lua flags=allow-oom
+-- renew: extend the lease of many held locks in one call (watchdog batch).
+-- All keys must live in one Cluster slot.
+--
+-- KEYS[i]   lock hash of hold i
+-- ARGV[1]   lease in ms
+-- ARGV[i+1] owner field of hold i
+--
+-- Reply: an array with one entry per key: 1 if the owner still held it and
+-- its lease was set again, 0 if the lock is gone or held by someone else.
+--
+-- Owner-checked and so idempotent: safe to resend after a lost reply.
+local lease = ARGV[1]
+local out = {}
+for i = 1, #KEYS do
+    if redis.call('hexists', KEYS[i], ARGV[i + 1]) == 1 then
+        redis.call('pexpire', KEYS[i], lease)
+        out[i] = 1
+    else
+        out[i] = 0
+    end
+end
+return out

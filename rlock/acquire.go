@@ -1,0 +1,142 @@
+package rlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/rlock/rlock/lua"
+)
+
+// waitForever as a wait means: until ctx is done.
+const waitForever time.Duration = -1
+
+// grant is the acquire script's answer.
+type grant struct {
+	acquired bool
+	token    int64         // fencing token of the hold, when acquired
+	pttl     time.Duration // the holder's remaining lease, when not acquired
+	sent     time.Time     // when the request was first sent
+	lease    time.Duration // the lease the request set
+}
+
+// acquire takes the lock for ctx's owner, waiting up to wait (waitForever:
+// until ctx is done). lease 0 means the watchdog's lease, renewed until
+// Unlock.
+func (m *Mutex) acquire(ctx context.Context, wait, lease time.Duration) (context.Context, bool, error) {
+	if err := m.check(ctx); err != nil {
+		return ctx, false, m.wrap(err)
+	}
+	octx, o := withOwner(ctx)
+	id := holdID{key: m.keys.Hash, field: m.c.field(o)}
+
+	g, err := m.attempt(ctx, id, lease)
+	if err == nil && !g.acquired && wait != 0 {
+		g, err = m.wait(ctx, id, wait, lease)
+	}
+	switch {
+	case err != nil:
+		return ctx, false, m.wrap(err)
+	case !g.acquired:
+		return ctx, false, nil
+	}
+	lctx, err := m.register(octx, id, lease, g)
+	if err != nil {
+		return ctx, false, m.wrap(err)
+	}
+	return lctx, true, nil
+}
+
+// attempt runs the acquire script once for id. The request is resent while
+// its outcome is unknown; if it stays unknown (or ctx ends meanwhile), the
+// outcome is settled so that no hold is left behind.
+func (m *Mutex) attempt(ctx context.Context, id holdID, lease time.Duration) (grant, error) {
+	scriptLease := m.c.cfg.lease
+	if lease > 0 {
+		scriptLease = lease
+	}
+	if h := m.c.lookup(id); h != nil && h.watchdogged() {
+		scriptLease = m.c.cfg.lease // a renewed hold stays on the watchdog's lease
+	}
+	keys := []string{m.keys.Hash, m.keys.Token, m.keys.Latch(uuid.NewString())}
+	args := []string{id.field, millis(scriptLease), millis(m.c.latchLife())}
+
+	rctx, cancel := context.WithTimeout(ctx, m.c.cfg.retryTimeout)
+	reply, sent, err := m.c.run(rctx, lua.Acquire, keys, args)
+	cancel()
+	if err != nil {
+		if inTransit(err) {
+			m.settle(ctx, keys, args, scriptLease)
+		}
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return grant{}, fmt.Errorf("rlock: acquire: %w", err)
+	}
+	g, err := parseGrant(reply, sent)
+	g.lease = scriptLease
+	return g, err
+}
+
+// settle resolves an acquire whose outcome is unknown: it resends the same
+// request, which the latch answers with the first outcome if that one ran,
+// and gives back the level it was granted. It runs even when ctx is done,
+// bounded by the retry timeout; if Redis stays unreachable, the lease bounds
+// the orphan.
+func (m *Mutex) settle(ctx context.Context, keys, args []string, lease time.Duration) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.c.cfg.retryTimeout)
+	defer cancel()
+	reply, _, err := m.c.run(sctx, lua.Acquire, keys, args)
+	if err != nil {
+		m.c.cfg.logger.Warn("rlock: acquire outcome unknown; the lease will free it", "key", keys[0], "err", err)
+		return
+	}
+	if g, err := parseGrant(reply, time.Time{}); err == nil && g.acquired {
+		if _, _, err := m.release(sctx, args[0], lease); err != nil {
+			m.c.cfg.logger.Warn("rlock: giving back an abandoned acquire failed", "key", keys[0], "err", err)
+		}
+	}
+}
+
+// register turns a granted acquire into a hold and returns the context that
+// carries it. If the hold cannot be kept (Close ran meanwhile), the level
+// just granted is given back.
+func (m *Mutex) register(ctx context.Context, id holdID, lease time.Duration, g grant) (context.Context, error) {
+	h, err := m.c.join(id, g.token)
+	if err == nil {
+		err = h.apply(g.sent, g.lease, lease == 0)
+	}
+	if err != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.c.cfg.retryTimeout)
+		defer cancel()
+		if _, _, rerr := m.release(rctx, id.field, g.lease); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		return ctx, err
+	}
+	if h.carriedBy(ctx) {
+		return ctx, nil
+	}
+	return h.bind(ctx), nil
+}
+
+// parseGrant reads the acquire script's reply: {1, count, token} or
+// {0, pttl}.
+func parseGrant(reply []int64, sent time.Time) (grant, error) {
+	switch {
+	case len(reply) == 3 && reply[0] == 1 && reply[1] > 0:
+		return grant{acquired: true, token: reply[2], sent: sent}, nil
+	case len(reply) == 2 && reply[0] == 0:
+		return grant{pttl: time.Duration(reply[1]) * time.Millisecond, sent: sent}, nil
+	}
+	return grant{}, fmt.Errorf("rlock: unexpected acquire reply %v", reply)
+}
+
+// latchLife is how long Redis keeps the reply to one request: longer than
+// any resend of it.
+func (c *Client) latchLife() time.Duration {
+	return 2*c.cfg.retryTimeout + time.Second
+}

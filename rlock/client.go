@@ -1,0 +1,173 @@
+package rlock
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/google/uuid"
+	"github.com/redis/rueidis"
+
+	"github.com/rlock/rlock/internal/keys"
+	"github.com/rlock/rlock/pubsub"
+	"github.com/rlock/rlock/watchdog"
+)
+
+// Client makes locks on one Redis deployment (standalone, Sentinel or
+// Cluster) through a rueidis client. It owns one watchdog goroutine that
+// renews its locks and one subscriber that wakes its waiters. A Client is
+// safe for concurrent use; make one per process and Redis deployment.
+type Client struct {
+	rc      rueidis.Client
+	cfg     config
+	id      string // prefixes every owner field: <id>:<ownerToken>
+	publish string // "publish", or "spublish" on a Cluster
+	dog     *watchdog.Watchdog
+	subs    *pubsub.Subscriber
+
+	mu     sync.Mutex
+	holds  map[holdID]*hold
+	closed chan struct{} // closed by Close
+}
+
+// New returns a Client that locks through rc. rc stays the caller's: Close
+// does not close it.
+func New(rc rueidis.Client, opts ...Option) (*Client, error) {
+	if rc == nil {
+		return nil, ErrNilClient
+	}
+	cfg := defaultConfig()
+	for _, opt := range opts {
+		if opt == nil {
+			continue
+		}
+		if err := opt(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	dog, err := watchdog.New(rc, watchdog.Config{Lease: cfg.lease, Logger: cfg.logger})
+	if err != nil {
+		return nil, fmt.Errorf("rlock: %w", err)
+	}
+	cluster := rc.Mode() == rueidis.ClientModeCluster
+	c := &Client{
+		rc:      rc,
+		cfg:     cfg,
+		id:      uuid.NewString(),
+		publish: "publish",
+		dog:     dog,
+		subs:    pubsub.New(rc, cluster, cfg.logger),
+		holds:   make(map[holdID]*hold),
+		closed:  make(chan struct{}),
+	}
+	if cluster {
+		c.publish = "spublish"
+	}
+	return c, nil
+}
+
+// Mutex returns a handle on the lock called name. Handles are cheap and safe
+// for concurrent use; two handles with the same name are the same lock. An
+// invalid name is reported by the handle's first call.
+func (c *Client) Mutex(name string) *Mutex {
+	m := &Mutex{c: c, name: name}
+	if c == nil {
+		m.err = ErrNilClient
+	} else if err := keys.CheckName(name); err != nil {
+		m.err = fmt.Errorf("%w: %w", ErrInvalidName, err)
+	} else {
+		m.keys = keys.New(c.cfg.prefix, name)
+	}
+	return m
+}
+
+// Close stops the watchdog and the subscriber, wakes every waiting call with
+// ErrClosed, and ends every hold's context (cause ErrLockLost and ErrClosed):
+// nothing renews those locks any more, so they expire after their lease.
+// Close does not release locks and does not close the rueidis client. It
+// returns once its goroutines have exited; calling it again does nothing.
+func (c *Client) Close() error {
+	if c == nil {
+		return ErrNilClient
+	}
+	c.mu.Lock()
+	select {
+	case <-c.closed:
+		c.mu.Unlock()
+		return nil
+	default:
+	}
+	close(c.closed)
+	holds := c.holds
+	c.holds = nil
+	c.mu.Unlock()
+
+	cause := fmt.Errorf("%w: %w", ErrLockLost, ErrClosed)
+	for _, h := range holds {
+		h.finish(cause)
+	}
+	return errors.Join(c.dog.Close(), c.subs.Close())
+}
+
+// usable reports ErrClosed once Close has begun.
+func (c *Client) usable() error {
+	select {
+	case <-c.closed:
+		return ErrClosed
+	default:
+		return nil
+	}
+}
+
+// field is the hash field that names owner o of this Client.
+func (c *Client) field(o *owner) string {
+	return c.id + ":" + o.token
+}
+
+// lookup returns the active hold id names, or nil.
+func (c *Client) lookup(id holdID) *hold {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if h := c.holds[id]; h != nil && h.active() {
+		return h
+	}
+	return nil
+}
+
+// join returns the hold that an acquire granted as id: the active one, or a
+// new one registered now. It fails with ErrClosed after Close.
+func (c *Client) join(id holdID, token int64) (*hold, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.holds == nil {
+		return nil, ErrClosed
+	}
+	if h := c.holds[id]; h != nil && h.active() {
+		return h, nil
+	}
+	h := newHold(c, id, token)
+	c.holds[id] = h
+	return h, nil
+}
+
+// forget drops h from the Client's holds, if it is still the one there.
+func (c *Client) forget(h *hold) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.holds[h.id] == h {
+		delete(c.holds, h.id)
+	}
+}
+
+// holdsOn returns the active holds this Client has on the lock at key.
+func (c *Client) holdsOn(key string) []*hold {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*hold
+	for id, h := range c.holds {
+		if id.key == key {
+			out = append(out, h)
+		}
+	}
+	return out
+}

@@ -1,0 +1,34 @@
+package rlock
+
+import "errors"
+
+// Sentinel errors. Errors returned by this package wrap them with %w and add
+// the lock's name; test for them with errors.Is.
+var (
+	// ErrNotHeld means the calling owner does not hold the lock: it never
+	// took it, already released it, or its lease ran out.
+	ErrNotHeld = errors.New("rlock: not held")
+
+	// ErrLockLost is the cause (see context.Cause) of a lock context that is
+	// done because the lock may no longer be held: a renewal found it gone,
+	// the lease deadline passed without a renewal, or a fixed lease ran out.
+	ErrLockLost = errors.New("rlock: lock lost")
+
+	// ErrClosed is returned by every call made after Client.Close, and by
+	// calls that were waiting when Close ran.
+	ErrClosed = errors.New("rlock: client closed")
+
+	// ErrNilClient is returned for a nil rueidis client, or a Mutex or Client
+	// that was never built by New.
+	ErrNilClient = errors.New("rlock: nil client")
+
+	// ErrNilContext is returned when a method is given a nil context.
+	ErrNilContext = errors.New("rlock: nil context")
+
+	// ErrInvalidName is returned for an empty lock name.
+	ErrInvalidName = errors.New("rlock: invalid lock name")
+
+	// ErrInvalidDuration is returned for a negative wait, or a lease or
+	// option duration out of range.
+	ErrInvalidDuration = errors.New("rlock: invalid duration")
+)

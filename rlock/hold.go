@@ -1,0 +1,172 @@
+package rlock
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rlock/rlock/watchdog"
+)
+
+// holdID names one owner's hold on one lock within a Client.
+type holdID struct {
+	key   string // the lock's hash key
+	field string // <clientID>:<ownerToken>
+}
+
+// holdKey is the context key under which a lock context carries its hold.
+type holdKey struct {
+	c   *Client
+	key string
+}
+
+// errDeadlinePassed is the cause of a hold whose local lease deadline passed
+// before a renewal confirmed it.
+var errDeadlinePassed = fmt.Errorf("%w: lease deadline passed without renewal", ErrLockLost)
+
+// hold is what this process knows of one owner's hold on one lock: its
+// fencing token, its lease, the local deadline by which a renewal must have
+// been confirmed, and the context that ends when it may no longer be held.
+//
+// The count of re-entries lives in Redis only; a hold exists from the first
+// acquire until the final Unlock, a loss, or Client.Close.
+type hold struct {
+	c     *Client
+	id    holdID
+	token int64
+
+	life context.Context // done when the hold ends; its cause says why
+	end  context.CancelCauseFunc
+
+	mu      sync.Mutex
+	ended   bool
+	lease   time.Duration  // lease set on the key by the latest acquire or renew
+	watched *watchdog.Hold // non-nil while the watchdog renews this hold
+	expiry  *time.Timer    // fires at the local deadline
+}
+
+func newHold(c *Client, id holdID, token int64) *hold {
+	h := &hold{c: c, id: id, token: token}
+	h.life, h.end = context.WithCancelCause(context.Background())
+	return h
+}
+
+// bind returns a context derived from parent that carries h and is done when
+// h ends (with h's cause), or when parent is done.
+func (h *hold) bind(parent context.Context) context.Context {
+	ctx, cancel := context.WithCancelCause(context.WithValue(parent, holdKey{h.c, h.id.key}, h))
+	context.AfterFunc(h.life, func() { cancel(context.Cause(h.life)) })
+	return ctx
+}
+
+// carriedBy reports whether ctx already carries h.
+func (h *hold) carriedBy(ctx context.Context) bool {
+	carried, _ := ctx.Value(holdKey{h.c, h.id.key}).(*hold)
+	return carried == h
+}
+
+// active reports whether h has not ended.
+func (h *hold) active() bool {
+	return h.life.Err() == nil
+}
+
+// watchdogged reports whether the watchdog renews h.
+func (h *hold) watchdogged() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.watched != nil
+}
+
+// currentLease is the lease the latest acquire or renew set on the key.
+func (h *hold) currentLease() time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lease
+}
+
+// apply records an acquire sent at sent that set lease on the key. A hold the
+// watchdog renews stays renewed; watch hands a fixed-lease hold to the
+// watchdog. It fails when h has ended or the watchdog refuses it.
+func (h *hold) apply(sent time.Time, lease time.Duration, watch bool) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ended {
+		return context.Cause(h.life)
+	}
+	if watch && h.watched == nil {
+		w := &watchdog.Hold{Key: h.id.key, Field: h.id.field, Renewed: h.renewed, Lost: h.lost}
+		if err := h.c.dog.Add(w); err != nil {
+			return fmt.Errorf("rlock: watchdog: %w", err)
+		}
+		h.watched = w
+	}
+	h.lease = lease
+	h.armLocked(sent)
+	return nil
+}
+
+// extend moves the local deadline after a request sent at sent set the
+// current lease on the key again (a renewal, or an Unlock that left levels).
+func (h *hold) extend(sent time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.ended {
+		h.armLocked(sent)
+	}
+}
+
+// armLocked sets the local deadline to sent + lease - drift: Redis started
+// the lease no earlier than sent, so no other owner can take the lock before
+// then. A deadline already passed ends the hold at once. h.mu is held.
+func (h *hold) armLocked(sent time.Time) {
+	wait := time.Until(sent.Add(h.lease - drift(h.lease)))
+	if h.expiry == nil {
+		h.expiry = time.AfterFunc(wait, h.expired)
+		return
+	}
+	if h.expiry.Stop() {
+		h.expiry.Reset(wait)
+	}
+	// Stop failing means the deadline already fired: the hold is ending.
+}
+
+func (h *hold) renewed(sent time.Time) { h.extend(sent) }
+
+func (h *hold) lost() {
+	h.c.cfg.logger.Warn("rlock: lock lost: renewal found it gone", "key", h.id.key)
+	h.finish(ErrLockLost)
+}
+
+func (h *hold) expired() {
+	h.c.cfg.logger.Warn("rlock: lock lost: lease deadline passed", "key", h.id.key)
+	h.finish(errDeadlinePassed)
+}
+
+// finish ends h once: no renewal is sent for it any more, the Client forgets
+// it, and every context bound to it is done with cause.
+func (h *hold) finish(cause error) {
+	h.mu.Lock()
+	if h.ended {
+		h.mu.Unlock()
+		return
+	}
+	h.ended = true
+	if h.expiry != nil {
+		h.expiry.Stop()
+	}
+	watched := h.watched
+	h.mu.Unlock()
+
+	if watched != nil {
+		h.c.dog.Remove(watched)
+	}
+	h.c.forget(h)
+	h.end(cause)
+}
+
+// drift is the allowance for clock-rate differences between this process and
+// Redis over one lease: 1% of it plus 2 ms, as the Redlock algorithm sets it.
+func drift(lease time.Duration) time.Duration {
+	return lease/100 + 2*time.Millisecond
+}

@@ -1,0 +1,70 @@
+package rlock
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// resendBackoff is the pause before resending a request whose outcome was
+// unknown or that Redis refused for a passing reason.
+const resendBackoff = 20 * time.Millisecond
+
+// run executes script and returns its integer-array reply and when the
+// request was first sent. A request that failed in transit, or that Redis
+// refused for a passing reason (BUSY, LOADING, TRYAGAIN, ...), is resent
+// until ctx is done: callers use it only for scripts that are safe to resend,
+// idempotent or latched by request id.
+func (c *Client) run(ctx context.Context, script *rueidis.Lua, keys, args []string) ([]int64, time.Time, error) {
+	sent := time.Now()
+	timer := time.NewTimer(resendBackoff)
+	defer timer.Stop()
+	for {
+		reply, err := script.Exec(ctx, c.rc, keys, args).AsIntSlice()
+		if err == nil || !resendable(err) || ctx.Err() != nil {
+			return reply, sent, err
+		}
+		c.cfg.logger.Debug("rlock: resending request", "key", keys[0], "err", err)
+		timer.Reset(resendBackoff)
+		select {
+		case <-ctx.Done():
+			return nil, sent, err
+		case <-timer.C:
+		}
+	}
+}
+
+// resendable reports whether a request that failed with err may be sent
+// again: its reply was lost in transit, or Redis turned it away for a reason
+// that passes.
+func resendable(err error) bool {
+	re, ok := rueidis.IsRedisErr(err)
+	if !ok {
+		return true
+	}
+	if re.IsTryAgain() || re.IsLoading() || re.IsClusterDown() {
+		return true
+	}
+	msg := re.Error()
+	for _, prefix := range []string{"BUSY", "MASTERDOWN", "READONLY"} {
+		if strings.HasPrefix(msg, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// inTransit reports whether err leaves a request's outcome unknown: it may
+// have run in Redis although no reply came back.
+func inTransit(err error) bool {
+	_, replied := rueidis.IsRedisErr(err)
+	return !replied
+}
+
+// millis formats d as whole milliseconds for a script argument, at least 1.
+func millis(d time.Duration) string {
+	return strconv.FormatInt(max(d.Milliseconds(), 1), 10)
+}

@@ -1,0 +1,86 @@
+package rlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rlock/rlock/pubsub"
+)
+
+// wait retries the acquire for up to wait (waitForever: until ctx is done)
+// while another owner holds the lock. It subscribes to the lock's unlock
+// channel first and only then retries, so an unlock between the two cannot
+// be missed; between attempts it sleeps until a wake-up or until the
+// holder's lease would run out (a lock that expires publishes nothing), never
+// polling while the holder is alive.
+func (m *Mutex) wait(ctx context.Context, id holdID, wait, lease time.Duration) (grant, error) {
+	var deadline time.Time
+	sctx := ctx
+	if wait != waitForever {
+		deadline = time.Now().Add(wait)
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
+	w, err := m.c.subs.Subscribe(sctx, m.keys.Channel)
+	if err != nil {
+		return grant{}, m.subscribeFailed(ctx, err)
+	}
+	defer w.Close()
+
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		g, err := m.attempt(ctx, id, lease)
+		if err != nil || g.acquired {
+			return g, err
+		}
+		pause := nextCheck(g.pttl, m.c.cfg.lease)
+		if !deadline.IsZero() {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return grant{}, nil
+			}
+			pause = min(pause, left)
+		}
+		timer.Reset(pause)
+		select {
+		case <-w.Wake():
+		case <-timer.C:
+		case <-ctx.Done():
+			return grant{}, fmt.Errorf("rlock: wait: %w", ctx.Err())
+		case <-m.c.closed:
+			return grant{}, ErrClosed
+		}
+	}
+}
+
+// nextCheck is how long a waiter sleeps, at most, before trying again when
+// the holder's key has pttl left: until it expires, or one lease when it has
+// no expiry (only a wake-up ends that); a key that just vanished is retried
+// at once.
+func nextCheck(pttl, lease time.Duration) time.Duration {
+	switch {
+	case pttl == -time.Millisecond: // the key has no expiry
+		return lease
+	case pttl <= 0:
+		return 0
+	}
+	return pttl
+}
+
+// subscribeFailed maps a failed subscription to what acquire reports: a wait
+// that ran out is no error, a done ctx or a closed Client are.
+func (m *Mutex) subscribeFailed(ctx context.Context, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("rlock: wait: %w", ctx.Err())
+	case errors.Is(err, pubsub.ErrClosed):
+		return ErrClosed
+	case errors.Is(err, context.DeadlineExceeded):
+		return nil
+	}
+	return fmt.Errorf("rlock: subscribe: %w", err)
+}
