@@ -1,0 +1,114 @@
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The backend names a Node reports.
+const (
+	External = "external" // REDIS_ADDR
+	Docker   = "docker"   // testcontainers-go
+	Process  = "process"  // redis-server child process
+)
+
+// server is one running Redis, whichever backend started it.
+type server interface {
+	addr() string
+	kill(ctx context.Context) error    // stop at once, losing all data
+	restart(ctx context.Context) error // start again, empty, on the same address
+	pause(ctx context.Context) error
+	resume(ctx context.Context) error
+	close(ctx context.Context) error
+}
+
+// Backends returns every backend this machine offers, most preferred first:
+// only External when REDIS_ADDR is set, else Docker and Process where
+// available. It fails t when none is, and when CI=true but Docker is
+// reachable without the image, so CI never quietly tests less.
+func Backends(t testing.TB) []string {
+	t.Helper()
+	if os.Getenv("REDIS_ADDR") != "" {
+		return []string{External}
+	}
+	var out []string
+	dockerErr := dockerAvailable()
+	if dockerErr == nil {
+		out = append(out, Docker)
+	} else if os.Getenv("CI") == "true" && dockerReachable() {
+		t.Fatalf("redistest: Docker is reachable but cannot run Redis: %v", dockerErr)
+	}
+	if _, err := exec.LookPath("redis-server"); err == nil {
+		out = append(out, Process)
+	}
+	if len(out) == 0 {
+		t.Fatalf("redistest: no Redis: set REDIS_ADDR, or install redis-server, or build the image with .ci/redis-image.sh (docker: %v)", dockerErr)
+	}
+	return out
+}
+
+// preferred is the backend a Config without one uses.
+var preferred = sync.OnceValues(func() (string, error) {
+	if os.Getenv("REDIS_ADDR") != "" {
+		return External, nil
+	}
+	dockerErr := dockerAvailable()
+	if dockerErr == nil {
+		return Docker, nil
+	}
+	if _, err := exec.LookPath("redis-server"); err == nil {
+		return Process, nil
+	}
+	return "", fmt.Errorf("no Redis backend: REDIS_ADDR unset, docker: %v, redis-server not on PATH", dockerErr)
+})
+
+// startServer starts a Redis on backend with extra redis-server arguments.
+func startServer(ctx context.Context, backend string, args []string) (server, error) {
+	switch backend {
+	case External:
+		return externalServer(os.Getenv("REDIS_ADDR")), nil
+	case Docker:
+		return startContainer(ctx, args)
+	case Process:
+		return startProcess(ctx, args)
+	}
+	return nil, fmt.Errorf("redistest: unknown backend %q", backend)
+}
+
+// baseArgs are the redis-server arguments every started node gets: loopback
+// only, no persistence (a restarted node comes back empty), and server
+// defaults otherwise.
+func baseArgs(port string) []string {
+	return []string{"--port", port, "--save", "", "--appendonly", "no", "--protected-mode", "no"}
+}
+
+// externalServer is the server at REDIS_ADDR: usable, never controlled.
+type externalServer string
+
+func (s externalServer) addr() string { return string(s) }
+
+func (s externalServer) kill(context.Context) error    { return errNotControllable }
+func (s externalServer) restart(context.Context) error { return errNotControllable }
+func (s externalServer) pause(context.Context) error   { return errNotControllable }
+func (s externalServer) resume(context.Context) error  { return errNotControllable }
+func (s externalServer) close(context.Context) error   { return nil }
+
+var errNotControllable = fmt.Errorf("redistest: the Redis at REDIS_ADDR is not controlled by the harness")
+
+// versionOf returns redis-server's version line, for logs.
+func versionOf() string {
+	out, err := exec.Command("redis-server", "--version").Output()
+	if err != nil {
+		return "unknown version"
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// startTimeout bounds how long a server may take to answer PING.
+const startTimeout = 20 * time.Second

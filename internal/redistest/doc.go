@@ -1,0 +1,22 @@
+// Package redistest starts and controls real Redis servers for rlock's
+// tests, benchmarks and demo. It never imitates Redis.
+//
+// A Node comes from one of three backends, in this order of preference:
+//
+//  1. external: REDIS_ADDR names a server the caller runs. The harness can
+//     neither stop nor restart it, so tests that inject faults skip there
+//     and say why.
+//  2. docker: a container started through testcontainers-go from the image
+//     RLOCK_REDIS_IMAGE (default rlock-redis:local, built FROM scratch out of
+//     the host's redis-server by .ci/redis-image.sh).
+//  3. process: redis-server from PATH, run as a child process on a free
+//     loopback port.
+//
+// Every node listens on, and is dialled at, 127.0.0.1. Main points
+// testcontainers-go at 127.0.0.1 (TESTCONTAINERS_HOST_OVERRIDE) so that no
+// test dials a gateway address, and turns Ryuk off when its image is absent.
+//
+// A controllable node can be paused and resumed (SIGSTOP, docker pause),
+// killed and restarted empty on the same address, and put behind a Proxy
+// that slows or cuts the link.
+package redistest

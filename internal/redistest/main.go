@@ -1,0 +1,36 @@
+package redistest
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// Main runs a package's tests: it prepares the environment for
+// testcontainers-go, runs m, stops the package's shared node, and fails the
+// run if any goroutine outlives the tests. Use it as the whole TestMain:
+//
+//	func TestMain(m *testing.M) { redistest.Main(m) }
+func Main(m *testing.M) {
+	prepareDocker()
+	code := m.Run()
+	stopShared()
+	if code == 0 {
+		if err := goleak.Find(leakOptions...); err != nil {
+			fmt.Fprintf(os.Stderr, "redistest: goroutines outlived the tests: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// leakOptions leave out goroutines the standard library keeps on purpose.
+var leakOptions = []goleak.Option{
+	// The Docker client's idle keep-alive connections belong to net/http's
+	// pool, not to a test; they close when the pool drops them.
+	goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+	goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+	goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
+}

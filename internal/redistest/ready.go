@@ -1,0 +1,63 @@
+package redistest
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+)
+
+// waitReady waits until the Redis at addr answers PING, or ctx is done.
+func waitReady(ctx context.Context, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	var last error
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("redistest: redis at %s not ready: %w (last: %v)", addr, ctx.Err(), last)
+		case <-timer.C:
+		}
+		if last = ping(ctx, addr); last == nil {
+			return nil
+		}
+		timer.Reset(20 * time.Millisecond)
+	}
+}
+
+// ping sends one PING on a fresh connection and expects PONG.
+func ping(ctx context.Context, addr string) error {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(time.Second))
+	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(line, "+PONG") {
+		return fmt.Errorf("PING answered %q", strings.TrimSpace(line))
+	}
+	return nil
+}
+
+// freePort returns a loopback TCP port that was free a moment ago.
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	_, port, err := net.SplitHostPort(l.Addr().String())
+	return port, err
+}
