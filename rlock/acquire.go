@@ -54,31 +54,47 @@ func (m *Mutex) acquire(ctx context.Context, wait, lease time.Duration) (context
 // its outcome is unknown; if it stays unknown (or ctx ends meanwhile), the
 // outcome is settled so that no hold is left behind.
 func (m *Mutex) attempt(ctx context.Context, id holdID, lease time.Duration) (grant, error) {
-	scriptLease := m.c.cfg.lease
-	if lease > 0 {
-		scriptLease = lease
-	}
-	if h := m.c.lookup(id); h != nil && h.watchdogged() {
-		scriptLease = m.c.cfg.lease // a renewed hold stays on the watchdog's lease
-	}
-	keys := []string{m.keys.Hash, m.keys.Token, m.keys.Latch(uuid.NewString())}
-	args := []string{id.field, millis(scriptLease), millis(m.c.latchLife())}
-
 	rctx, cancel := context.WithTimeout(ctx, m.c.cfg.retryTimeout)
-	reply, sent, err := m.c.run(rctx, lua.Acquire, keys, args)
+	g, req, err := m.request(rctx, id, lease)
 	cancel()
 	if err != nil {
 		if inTransit(err) {
-			m.settle(ctx, keys, args, scriptLease)
+			m.settle(ctx, req)
 		}
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
 		return grant{}, fmt.Errorf("rlock: acquire: %w", err)
 	}
+	return g, nil
+}
+
+// acquireRequest is one acquire script call, kept so that it can be resent.
+type acquireRequest struct {
+	keys, args []string
+	lease      time.Duration // the lease it sets
+}
+
+// request sends one acquire for id, resending it while its outcome is
+// unknown, until ctx is done. lease 0 is the watchdog's lease; so is any
+// lease while the watchdog already renews the hold.
+func (m *Mutex) request(ctx context.Context, id holdID, lease time.Duration) (grant, acquireRequest, error) {
+	req := acquireRequest{lease: lease}
+	if lease == 0 {
+		req.lease = m.c.cfg.lease
+	}
+	if h := m.c.lookup(id); h != nil && h.watchdogged() {
+		req.lease = m.c.cfg.lease
+	}
+	req.keys = []string{m.keys.Hash, m.keys.Token, m.keys.Latch(uuid.NewString())}
+	req.args = []string{id.field, millis(req.lease), millis(m.c.latchLife())}
+	reply, sent, err := m.c.run(ctx, lua.Acquire, req.keys, req.args)
+	if err != nil {
+		return grant{}, req, err
+	}
 	g, err := parseGrant(reply, sent)
-	g.lease = scriptLease
-	return g, err
+	g.lease = req.lease
+	return g, req, err
 }
 
 // settle resolves an acquire whose outcome is unknown: it resends the same
@@ -86,41 +102,51 @@ func (m *Mutex) attempt(ctx context.Context, id holdID, lease time.Duration) (gr
 // and gives back the level it was granted. It runs even when ctx is done,
 // bounded by the retry timeout; if Redis stays unreachable, the lease bounds
 // the orphan.
-func (m *Mutex) settle(ctx context.Context, keys, args []string, lease time.Duration) {
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.c.cfg.retryTimeout)
+func (m *Mutex) settle(ctx context.Context, req acquireRequest) {
+	sctx, cancel := m.c.detached(ctx)
 	defer cancel()
-	reply, _, err := m.c.run(sctx, lua.Acquire, keys, args)
+	reply, _, err := m.c.run(sctx, lua.Acquire, req.keys, req.args)
 	if err != nil {
-		m.c.cfg.logger.Warn("rlock: acquire outcome unknown; the lease will free it", "key", keys[0], "err", err)
+		m.c.cfg.logger.Warn("rlock: acquire outcome unknown; the lease will free it", "key", m.keys.Hash, "err", err)
 		return
 	}
 	if g, err := parseGrant(reply, time.Time{}); err == nil && g.acquired {
-		if _, _, err := m.release(sctx, args[0], lease); err != nil {
-			m.c.cfg.logger.Warn("rlock: giving back an abandoned acquire failed", "key", keys[0], "err", err)
+		if _, _, err := m.release(sctx, req.args[0], req.lease); err != nil {
+			m.c.cfg.logger.Warn("rlock: giving back an abandoned acquire failed", "key", m.keys.Hash, "err", err)
 		}
 	}
 }
 
 // register turns a granted acquire into a hold and returns the context that
-// carries it. If the hold cannot be kept (Close ran meanwhile), the level
-// just granted is given back.
+// carries it.
 func (m *Mutex) register(ctx context.Context, id holdID, lease time.Duration, g grant) (context.Context, error) {
-	h, err := m.c.join(id, g.token)
-	if err == nil {
-		err = h.apply(g.sent, g.lease, lease == 0)
-	}
+	h, err := m.keep(ctx, id, lease, g)
 	if err != nil {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.c.cfg.retryTimeout)
-		defer cancel()
-		if _, _, rerr := m.release(rctx, id.field, g.lease); rerr != nil {
-			err = errors.Join(err, rerr)
-		}
 		return ctx, err
 	}
 	if h.carriedBy(ctx) {
 		return ctx, nil
 	}
 	return h.bind(ctx), nil
+}
+
+// keep records a granted acquire in this Client's hold for id; lease 0
+// hands it to the watchdog. If the hold cannot be kept (Close ran
+// meanwhile), the level just granted is given back.
+func (m *Mutex) keep(ctx context.Context, id holdID, lease time.Duration, g grant) (*hold, error) {
+	h, err := m.c.join(id, g.token)
+	if err == nil {
+		err = h.apply(g.sent, g.lease, lease == 0)
+	}
+	if err != nil {
+		rctx, cancel := m.c.detached(ctx)
+		defer cancel()
+		if _, _, rerr := m.release(rctx, id.field, g.lease); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		return nil, err
+	}
+	return h, nil
 }
 
 // parseGrant reads the acquire script's reply: {1, count, token} or

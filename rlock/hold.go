@@ -36,8 +36,7 @@ type hold struct {
 	id    holdID
 	token int64
 
-	life context.Context // done when the hold ends; its cause says why
-	end  context.CancelCauseFunc
+	life *lifetime // done when the hold ends; its cause says why
 
 	mu      sync.Mutex
 	ended   bool
@@ -47,17 +46,13 @@ type hold struct {
 }
 
 func newHold(c *Client, id holdID, token int64) *hold {
-	h := &hold{c: c, id: id, token: token}
-	h.life, h.end = context.WithCancelCause(context.Background())
-	return h
+	return &hold{c: c, id: id, token: token, life: newLifetime()}
 }
 
 // bind returns a context derived from parent that carries h and is done when
 // h ends (with h's cause), or when parent is done.
 func (h *hold) bind(parent context.Context) context.Context {
-	ctx, cancel := context.WithCancelCause(context.WithValue(parent, holdKey{h.c, h.id.key}, h))
-	context.AfterFunc(h.life, func() { cancel(context.Cause(h.life)) })
-	return ctx
+	return h.life.bind(parent, holdKey{h.c, h.id.key}, h)
 }
 
 // carriedBy reports whether ctx already carries h.
@@ -162,7 +157,7 @@ func (h *hold) finish(cause error) {
 		h.c.dog.Remove(watched)
 	}
 	h.c.forget(h)
-	h.end(cause)
+	h.life.end(cause)
 }
 
 // drift is the allowance for clock-rate differences between this process and

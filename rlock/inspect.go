@@ -21,7 +21,9 @@ func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
 }
 
 // HoldCount returns how many times ctx's owner holds the lock: 0 when it
-// does not hold it.
+// does not hold it. Like Unlock, it answers for a lock context that is
+// already done (after the final Unlock, say): such a context still names its
+// owner.
 func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 	if err := m.check(ctx); err != nil {
 		return 0, m.wrap(err)
@@ -30,6 +32,8 @@ func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 	if !ok {
 		return 0, nil
 	}
+	ctx, cancel := m.c.detached(ctx)
+	defer cancel()
 	n, err := m.c.rc.Do(ctx, m.c.rc.B().Hget().Key(m.keys.Hash).Field(m.c.field(o)).Build()).AsInt64()
 	if rueidis.IsRedisNil(err) {
 		return 0, nil

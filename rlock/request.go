@@ -64,6 +64,13 @@ func inTransit(err error) bool {
 	return !replied
 }
 
+// detached returns a context for clean-up that must run even when ctx is
+// done (giving back a level, an Unlock after cancellation): ctx's values
+// without its cancellation, bounded by the retry timeout.
+func (c *Client) detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), c.cfg.retryTimeout)
+}
+
 // millis formats d as whole milliseconds for a script argument, at least 1.
 func millis(d time.Duration) string {
 	return strconv.FormatInt(max(d.Milliseconds(), 1), 10)

@@ -42,7 +42,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		lease = h.currentLease()
 	}
 
-	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.c.cfg.retryTimeout)
+	uctx, cancel := m.c.detached(ctx)
 	defer cancel()
 	result, sent, err := m.release(uctx, id.field, lease)
 	switch {

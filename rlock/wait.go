@@ -15,7 +15,7 @@ import (
 // be missed; between attempts it sleeps until a wake-up or until the
 // holder's lease would run out (a lock that expires publishes nothing), never
 // polling while the holder is alive.
-func (m *Mutex) wait(ctx context.Context, id holdID, wait, lease time.Duration) (grant, error) {
+func (m *Mutex) wait(ctx context.Context, id holdID, wait, lease time.Duration) (g grant, err error) {
 	var deadline time.Time
 	sctx := ctx
 	if wait != waitForever {
@@ -28,12 +28,14 @@ func (m *Mutex) wait(ctx context.Context, id holdID, wait, lease time.Duration) 
 	if err != nil {
 		return grant{}, m.subscribeFailed(ctx, err)
 	}
-	defer w.Close()
+	// A wake-up this waiter was handed but did not turn into the lock goes
+	// on to the next waiter.
+	defer func() { w.Done(g.acquired) }()
 
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		g, err := m.attempt(ctx, id, lease)
+		g, err = m.attempt(ctx, id, lease)
 		if err != nil || g.acquired {
 			return g, err
 		}

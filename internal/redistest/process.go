@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 )
@@ -26,9 +27,25 @@ type processServer struct {
 // startProcess runs redis-server on a free loopback port. A port taken by
 // someone else between choosing and binding it is retried.
 func startProcess(ctx context.Context, extra []string) (*processServer, error) {
+	return startProcessConf(ctx, "", extra)
+}
+
+// startProcessConf is startProcess with a config file: unless conf is empty,
+// it is written to redis.conf in the server's own directory and named first
+// on the command line, the one place redis-server reads a config file from.
+// Sentinel needs such a file, and rewrites it with what it learns.
+func startProcessConf(ctx context.Context, conf string, extra []string) (*processServer, error) {
 	dir, err := os.MkdirTemp("", "redistest-*")
 	if err != nil {
 		return nil, err
+	}
+	var lead []string
+	if conf != "" {
+		path := filepath.Join(dir, "redis.conf")
+		if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+			return nil, errors.Join(err, os.RemoveAll(dir))
+		}
+		lead = []string{path}
 	}
 	var last error
 	for range 3 {
@@ -37,7 +54,7 @@ func startProcess(ctx context.Context, extra []string) (*processServer, error) {
 			return nil, errors.Join(err, os.RemoveAll(dir))
 		}
 		s := &processServer{port: port, dir: dir}
-		s.args = append(append(baseArgs(port), "--bind", "127.0.0.1", "--dir", dir, "--logfile", "redis.log"), extra...)
+		s.args = slices.Concat(lead, baseArgs(port), []string{"--bind", "127.0.0.1", "--dir", dir, "--logfile", "redis.log"}, extra)
 		if last = s.restart(ctx); last == nil {
 			return s, nil
 		}

@@ -1,0 +1,208 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlock/rlock/internal/redistest"
+	"github.com/rlock/rlock/rlock"
+)
+
+// masters are independent Redis nodes, each with a raw client for checks.
+type masters struct {
+	nodes []*redistest.Node
+	raw   []rueidis.Client
+}
+
+func startMasters(t *testing.T, n int) masters {
+	t.Helper()
+	var ms masters
+	for range n {
+		node := redistest.New(t, redistest.Config{})
+		if !node.Controllable() {
+			t.Skip("MultiLock tests need independent nodes the test controls; REDIS_ADDR is a single server")
+		}
+		ms.nodes = append(ms.nodes, node)
+		ms.raw = append(ms.raw, node.Client(t))
+	}
+	return ms
+}
+
+// mutexes returns one Mutex per node, each from its own rlock Client.
+func (ms masters) mutexes(t *testing.T, name string, opts ...rlock.Option) []*rlock.Mutex {
+	t.Helper()
+	out := make([]*rlock.Mutex, len(ms.nodes))
+	for i, node := range ms.nodes {
+		out[i] = setup{node: node}.client(t, opts...).Mutex(name)
+	}
+	return out
+}
+
+// held counts the nodes on which lock name exists.
+func (ms masters) held(t *testing.T, name string) int {
+	t.Helper()
+	n := 0
+	for i, rc := range ms.raw {
+		if ms.nodes[i].Controllable() && rc.Do(t.Context(), rc.B().Ping().Build()).Error() != nil {
+			continue // a killed node
+		}
+		exists, err := rc.Do(t.Context(), rc.B().Exists().Key("rlock:{"+name+"}").Build()).AsInt64()
+		require.NoError(t, err)
+		n += int(exists)
+	}
+	return n
+}
+
+func TestRedLockAllUp(t *testing.T) {
+	ms := startMasters(t, 5)
+	name := lockName(t)
+	rl := rlock.NewRedLock(ms.mutexes(t, name)...)
+
+	ctx, err := rl.Lock(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, 5, ms.held(t, name), "every node holds a part")
+	inner, err := rl.Lock(ctx)
+	require.NoError(t, err, "re-entry")
+	require.NoError(t, rl.Unlock(inner))
+	assert.NoError(t, ctx.Err(), "one level is left")
+	require.NoError(t, rl.Unlock(ctx))
+	assert.Error(t, ctx.Err(), "the final Unlock ends the context")
+	assert.Zero(t, ms.held(t, name), "no key left on any node")
+	assert.ErrorIs(t, rl.Unlock(ctx), rlock.ErrNotHeld)
+}
+
+func TestRedLockQuorum(t *testing.T) {
+	for _, tc := range []struct {
+		killed int
+		taken  bool
+	}{{killed: 2, taken: true}, {killed: 3, taken: false}} {
+		t.Run(fmt.Sprintf("%dKilled", tc.killed), func(t *testing.T) {
+			ms := startMasters(t, 5)
+			name := lockName(t)
+			rl := rlock.NewRedLock(ms.mutexes(t, name)...)
+			for _, node := range ms.nodes[:tc.killed] {
+				require.NoError(t, node.Kill(t.Context()))
+			}
+			ctx, ok, err := rl.TryLock(t.Context(), 0, 10*time.Second)
+			require.NoError(t, err)
+			require.Equal(t, tc.taken, ok, "RedLock with %d of 5 nodes killed", tc.killed)
+			if ok {
+				assert.Equal(t, 5-tc.killed, ms.held(t, name))
+				require.NoError(t, rl.Unlock(ctx))
+			}
+			assert.Zero(t, ms.held(t, name), "no key left on the live nodes")
+		})
+	}
+}
+
+func TestMultiLockNeedsEveryNode(t *testing.T) {
+	ms := startMasters(t, 3)
+	name := lockName(t)
+	ml := rlock.NewMultiLock(ms.mutexes(t, name)...)
+	require.NoError(t, ms.nodes[2].Kill(t.Context()))
+
+	_, ok, err := ml.TryLock(t.Context(), 300*time.Millisecond, 5*time.Second)
+	require.NoError(t, err)
+	assert.False(t, ok, "a MultiLock with a node down is not taken")
+	assert.Zero(t, ms.held(t, name), "and leaves no key behind")
+}
+
+// TestRedLockSlowNode delays one node's link past the lease: the RedLock is
+// taken on the others with a positive validity, and is never handed out
+// already expired.
+func TestRedLockSlowNode(t *testing.T) {
+	ms := startMasters(t, 5)
+	name := lockName(t)
+	const lease = 2 * time.Second
+	proxy := ms.nodes[0].Proxy(t)
+	slow, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{proxy.Addr()}})
+	require.NoError(t, err)
+	t.Cleanup(slow.Close)
+	slowClient, err := rlock.New(slow)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, slowClient.Close()) })
+
+	mutexes := ms.mutexes(t, name)
+	mutexes[0] = slowClient.Mutex(name)
+	rl := rlock.NewRedLock(mutexes...)
+	proxy.Delay(2 * lease)
+
+	start := time.Now()
+	ctx, ok, err := rl.TryLock(t.Context(), 0, lease)
+	require.NoError(t, err)
+	took := time.Since(start)
+	if ok {
+		assert.Less(t, took, lease, "a RedLock is never handed out after its lease ran out")
+		assert.NoError(t, ctx.Err(), "and its context is live")
+		assert.GreaterOrEqual(t, ms.held(t, name), 3, "a quorum holds it")
+		require.NoError(t, rl.Unlock(ctx))
+	}
+}
+
+// TestRedLocksContend runs two owners, each with its own Clients, against the
+// same five nodes: they must never both hold the RedLock.
+func TestRedLocksContend(t *testing.T) {
+	ms := startMasters(t, 5)
+	name := lockName(t)
+	var inside, overlaps, taken atomic.Int32
+	var wg sync.WaitGroup
+	for range 2 {
+		rl := rlock.NewRedLock(ms.mutexes(t, name)...)
+		wg.Go(func() {
+			for range 40 {
+				ctx, ok, err := rl.TryLock(t.Context(), time.Second, 5*time.Second)
+				if !assert.NoError(t, err) || !ok {
+					continue
+				}
+				taken.Add(1)
+				if inside.Add(1) > 1 {
+					overlaps.Add(1)
+				}
+				time.Sleep(time.Millisecond)
+				inside.Add(-1)
+				assert.NoError(t, rl.Unlock(ctx))
+			}
+		})
+	}
+	wg.Wait()
+	assert.Zero(t, overlaps.Load(), "two RedLock holders at once")
+	assert.GreaterOrEqual(t, taken.Load(), int32(20), "the owners got the lock in turn")
+}
+
+// TestRedLockWatchdog: a node restarted empty gets its part back on the next
+// renewal; with three nodes gone the holder's context ends with ErrLockLost.
+func TestRedLockWatchdog(t *testing.T) {
+	ms := startMasters(t, 5)
+	name := lockName(t)
+	const lease = time.Second
+	rl := rlock.NewRedLock(ms.mutexes(t, name, rlock.WithLeaseTime(lease))...)
+	ctx, err := rl.Lock(t.Context())
+	require.NoError(t, err)
+
+	require.NoError(t, ms.nodes[0].Kill(t.Context()))
+	require.NoError(t, ms.nodes[0].Restart(t.Context()))
+	require.Eventually(t, func() bool { return ms.held(t, name) == 5 }, 5*lease, 20*time.Millisecond,
+		"the restarted node's part is taken again")
+	require.NoError(t, ctx.Err(), "losing one node of five loses nothing")
+
+	for _, node := range ms.nodes[:3] {
+		require.NoError(t, node.Kill(t.Context()))
+	}
+	select {
+	case <-ctx.Done():
+		assert.ErrorIs(t, context.Cause(ctx), rlock.ErrLockLost)
+	case <-time.After(3 * lease):
+		t.Fatal("three of five nodes lost, and the holder was not told")
+	}
+	err = rl.Unlock(ctx)
+	assert.NotErrorIs(t, err, rlock.ErrNotHeld, "two live nodes still had parts to release")
+	assert.Zero(t, ms.held(t, name), "Unlock released the live nodes")
+}

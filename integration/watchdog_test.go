@@ -1,0 +1,151 @@
+package integration
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlock/rlock/internal/redistest"
+	"github.com/rlock/rlock/rlock"
+)
+
+// watchdogLease is short so that renewals happen often in a test.
+const watchdogLease = time.Second
+
+// scriptCalls counts the scripts Redis has run (EVALSHA and EVAL).
+func scriptCalls(t *testing.T, rc rueidis.Client) int {
+	t.Helper()
+	info, err := rc.Do(t.Context(), rc.B().Info().Section("commandstats").Build()).ToString()
+	require.NoError(t, err)
+	total := 0
+	for _, line := range strings.Split(info, "\r\n") {
+		if !strings.HasPrefix(line, "cmdstat_evalsha:") && !strings.HasPrefix(line, "cmdstat_eval:") {
+			continue
+		}
+		_, stats, _ := strings.Cut(line, ":")
+		calls, _, _ := strings.Cut(strings.TrimPrefix(stats, "calls="), ",")
+		n, err := strconv.Atoi(calls)
+		require.NoError(t, err, "parse %q", line)
+		total += n
+	}
+	return total
+}
+
+func TestWatchdogKeepsLockUntilUnlock(t *testing.T) {
+	node := redistest.New(t, redistest.Config{})
+	s := setup{node: node}
+	mu := s.client(t, rlock.WithLeaseTime(watchdogLease)).Mutex(lockName(t))
+	ctx, err := mu.Lock(t.Context())
+	require.NoError(t, err)
+
+	time.Sleep(5 * watchdogLease)
+	require.NoError(t, ctx.Err(), "the lock context lives while the watchdog renews")
+	n, err := mu.HoldCount(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "still held and owned after five leases")
+	lease, err := mu.RemainingLease(ctx)
+	require.NoError(t, err)
+	assert.Greater(t, lease, watchdogLease/3, "the lease is being renewed")
+
+	require.NoError(t, mu.Unlock(ctx))
+	raw := s.raw(t)
+	before := scriptCalls(t, raw)
+	time.Sleep(2 * watchdogLease)
+	assert.Equal(t, before, scriptCalls(t, raw), "no renewal reaches Redis after Unlock")
+}
+
+// TestWatchdogDetectsLoss takes the lock away behind the holder's back in
+// each way Redis can lose it, and expects the holder to learn within one
+// renew interval.
+func TestWatchdogDetectsLoss(t *testing.T) {
+	node := redistest.New(t, redistest.Config{})
+	s := setup{node: node}
+	// Each loss gets a client of its own: a restart breaks the connections
+	// of the clients that saw it.
+	losses := map[string]func(t *testing.T, key string){
+		"Deleted": func(t *testing.T, key string) {
+			raw := s.raw(t)
+			require.NoError(t, raw.Do(t.Context(), raw.B().Del().Key(key).Build()).Error())
+		},
+		"FlushAll": func(t *testing.T, _ string) {
+			raw := s.raw(t)
+			require.NoError(t, raw.Do(t.Context(), raw.B().Flushall().Build()).Error())
+		},
+		"RestartedEmpty": func(t *testing.T, _ string) {
+			if !node.Controllable() {
+				t.Skip("the Redis at REDIS_ADDR cannot be killed and restarted by the test")
+			}
+			require.NoError(t, node.Kill(t.Context()))
+			require.NoError(t, node.Restart(t.Context()))
+		},
+	}
+	for name, lose := range losses {
+		t.Run(name, func(t *testing.T) {
+			mu := s.client(t, rlock.WithLeaseTime(watchdogLease)).Mutex(lockName(t))
+			ctx, err := mu.Lock(t.Context())
+			require.NoError(t, err)
+
+			lose(t, "rlock:{"+lockName(t)+"}")
+			select {
+			case <-ctx.Done():
+			case <-time.After(watchdogLease/3 + 2*time.Second):
+				t.Fatal("the holder was not told its lock was lost")
+			}
+			assert.ErrorIs(t, context.Cause(ctx), rlock.ErrLockLost)
+			assert.ErrorIs(t, mu.Unlock(ctx), rlock.ErrNotHeld)
+
+			again, err := mu.Lock(t.Context())
+			require.NoError(t, err, "a fresh Lock works after a loss")
+			require.NoError(t, mu.Unlock(again))
+		})
+	}
+}
+
+// TestWatchdogRedisPaused stops Redis for longer than the lease: the holder's
+// context must be done by its local deadline, which falls before the lease
+// can have run out in Redis, and another client takes the lock after Redis
+// resumes.
+func TestWatchdogRedisPaused(t *testing.T) {
+	node := redistest.New(t, redistest.Config{})
+	if !node.Controllable() {
+		t.Skip("the Redis at REDIS_ADDR cannot be paused by the test")
+	}
+	s := setup{node: node}
+	name := lockName(t)
+	mu := s.client(t, rlock.WithLeaseTime(watchdogLease)).Mutex(name)
+	ctx, err := mu.Lock(t.Context())
+	require.NoError(t, err)
+	time.Sleep(watchdogLease / 2)
+
+	paused := time.Now()
+	require.NoError(t, node.Pause(t.Context()))
+	resumed := false
+	t.Cleanup(func() {
+		if !resumed {
+			_ = node.Resume(context.Background())
+		}
+	})
+	select {
+	case <-ctx.Done():
+	case <-time.After(3 * watchdogLease):
+		t.Fatal("the holder still believed it held the lock long after its lease")
+	}
+	lostAfter := time.Since(paused)
+	assert.ErrorIs(t, context.Cause(ctx), rlock.ErrLockLost)
+	assert.Less(t, lostAfter, watchdogLease, "the context was done before the lease, counted from the pause, ran out")
+
+	time.Sleep(watchdogLease)
+	require.NoError(t, node.Resume(t.Context()))
+	resumed = true
+	other := s.client(t, rlock.WithLeaseTime(watchdogLease)).Mutex(name)
+	octx, ok, err := other.TryLock(t.Context(), 5*time.Second, 0)
+	require.NoError(t, err)
+	require.True(t, ok, "another client takes the lock after Redis resumes")
+	require.NoError(t, other.Unlock(octx))
+}

@@ -1,0 +1,115 @@
+package redistest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// settleTimeout bounds how long a Cluster or a Sentinel may take to form,
+// or to settle after a change, on a machine busy with other tests.
+const settleTimeout = time.Minute
+
+// pollInterval is how often poll checks again.
+const pollInterval = 50 * time.Millisecond
+
+// replicationArgs are the redis-server arguments of the data nodes of a
+// Cluster or a Sentinel. A replica syncs at once, not after the 5 s a
+// master waits by default for more replicas to share the transfer; and a
+// master pings its replicas every second, not every 10 s, which moves their
+// replication offset past 0, without which CLUSTER SLOTS leaves them out.
+var replicationArgs = []string{"--repl-diskless-sync-delay", "0", "--repl-ping-replica-period", "1"}
+
+// member is one server of a Cluster or a Sentinel, with the plain
+// connection the harness commands it through.
+type member struct {
+	*Node
+	admin rueidis.Client
+}
+
+// startMember starts a redis-server child process, with config file conf
+// unless it is empty, and connects to it. Setups of several servers always
+// run child processes: their servers must reach each other at the addresses
+// clients dial, which published container ports are not.
+func startMember(ctx context.Context, conf string, extra []string) (member, error) {
+	s, err := startProcessConf(ctx, conf, extra)
+	if err != nil {
+		return member{}, err
+	}
+	n := &Node{backend: Process, srv: s}
+	rc, err := adminClient(n.Addr())
+	if err != nil {
+		return member{}, errors.Join(fmt.Errorf("redistest: connect to %s: %w", n.Addr(), err), n.Close())
+	}
+	return member{Node: n, admin: rc}, nil
+}
+
+// close drops the connection and stops the server.
+func (m member) close() error {
+	m.admin.Close()
+	return m.Node.Close()
+}
+
+// adminClient connects to exactly the server at addr, whatever its mode: no
+// cluster or sentinel discovery, no client-side cache (nothing is read
+// twice), and no retries, so that every error reaches the harness at once.
+func adminClient(addr string) (rueidis.Client, error) {
+	opt := ClientOption(addr)
+	opt.ForceSingleClient = true
+	opt.DisableCache = true
+	opt.DisableRetry = true
+	return rueidis.NewClient(opt)
+}
+
+// poll calls check until it returns nil. Once ctx is done it fails with
+// ctx's error and the last reason check gave.
+func poll(ctx context.Context, check func(context.Context) error) error {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	var last error
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("redistest: %w (last: %v)", ctx.Err(), last)
+		case <-timer.C:
+		}
+		err := check(ctx)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() == nil {
+			last = err // an error caused by ctx itself says nothing new
+		}
+		timer.Reset(pollInterval)
+	}
+}
+
+// linkUp reports why the replica behind rc is not yet in sync with its
+// master, or nil once INFO says master_link_status:up.
+func linkUp(ctx context.Context, rc rueidis.Client) error {
+	info, err := rc.Do(ctx, rc.B().Info().Section("replication").Build()).ToString()
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(info, "master_link_status:up") {
+		return errors.New("replica link to its master is not up")
+	}
+	return nil
+}
+
+// hostPort splits a node's address into the host and numeric port that
+// CLUSTER MEET, MIGRATE and REPLICAOF take.
+func hostPort(addr string) (string, int64, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	p, err := strconv.ParseInt(port, 10, 64)
+	return host, p, err
+}

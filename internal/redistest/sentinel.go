@@ -1,0 +1,288 @@
+package redistest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// masterName is the name the sentinels know their master by.
+const masterName = "mymaster"
+
+// sentinelConf is each sentinel's config file, for the master's port: a
+// quorum of two of the three sentinels; a master silent for a second is
+// down; a failover that stalls for 5 s is abandoned; replicas resync one at
+// a time. Port, address and directory come from the command line, as for
+// every node.
+const sentinelConf = `sentinel monitor ` + masterName + ` 127.0.0.1 %d 2
+sentinel down-after-milliseconds ` + masterName + ` 1000
+sentinel failover-timeout ` + masterName + ` 5000
+sentinel parallel-syncs ` + masterName + ` 1
+`
+
+// sentinelRefresh is how often the harness's sentinel clients ask the
+// sentinels for the master, besides following +switch-master.
+const sentinelRefresh = time.Second
+
+// SentinelConfig says how to start a Sentinel.
+type SentinelConfig struct {
+	// Args are extra redis-server arguments for the master and its replica.
+	Args []string
+}
+
+// Sentinel is a master, its replica and three sentinels that watch them,
+// all redis-server child processes on loopback. Clients find the master by
+// asking the sentinels, so a failover moves them to the other node.
+type Sentinel struct {
+	data      []member // the master at start, then its replica
+	sentinels []member
+}
+
+// StartSentinel starts a master and its replica, waits until the replica is
+// in sync, then starts three sentinels and returns once each knows the
+// replica and the other two. The caller must Close it.
+func StartSentinel(ctx context.Context, cfg SentinelConfig) (*Sentinel, error) {
+	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
+	s := &Sentinel{}
+	if err := s.start(ctx, cfg); err != nil {
+		return nil, errors.Join(err, s.Close())
+	}
+	return s, nil
+}
+
+func (s *Sentinel) start(ctx context.Context, cfg SentinelConfig) error {
+	args := slices.Concat(replicationArgs, cfg.Args)
+	for range 2 {
+		m, err := startMember(ctx, "", args)
+		if err != nil {
+			return err
+		}
+		s.data = append(s.data, m)
+	}
+	host, port, err := hostPort(s.data[0].Addr())
+	if err != nil {
+		return err
+	}
+	replica := s.data[1].admin
+	if err := replica.Do(ctx, replica.B().Replicaof().Host(host).Port(port).Build()).Error(); err != nil {
+		return fmt.Errorf("redistest: REPLICAOF on %s: %w", s.data[1].Addr(), err)
+	}
+	// Sentinels learn of replicas from the master's INFO, which they ask
+	// for every 10 s: started after the sync, they see the replica at once.
+	if err := poll(ctx, func(ctx context.Context) error { return linkUp(ctx, replica) }); err != nil {
+		return fmt.Errorf("redistest: replica %s: %w", s.data[1].Addr(), err)
+	}
+	conf := fmt.Sprintf(sentinelConf, port)
+	for range 3 {
+		m, err := startMember(ctx, conf, []string{"--sentinel"})
+		if err != nil {
+			return err
+		}
+		s.sentinels = append(s.sentinels, m)
+	}
+	if err := poll(ctx, s.watching); err != nil {
+		return fmt.Errorf("redistest: sentinels did not settle: %w", err)
+	}
+	return nil
+}
+
+// NewSentinel starts a Sentinel setup for t as cfg says, logs its
+// addresses, and stops it when t ends. It fails t if the setup cannot be
+// started.
+func NewSentinel(t testing.TB, cfg SentinelConfig) *Sentinel {
+	t.Helper()
+	s, err := StartSentinel(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	t.Logf("redistest: master %s, replica %s, sentinels %v (process backend)", s.data[0].Addr(), s.data[1].Addr(), s.SentinelAddrs())
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("redistest: stop sentinel setup: %v", err)
+		}
+	})
+	return s
+}
+
+// MasterName is the name the sentinels monitor the master by.
+func (s *Sentinel) MasterName() string { return masterName }
+
+// SentinelAddrs returns the sentinels' addresses.
+func (s *Sentinel) SentinelAddrs() []string {
+	out := make([]string, len(s.sentinels))
+	for i, m := range s.sentinels {
+		out[i] = m.Addr()
+	}
+	return out
+}
+
+// Nodes returns the two data nodes: the master at start, then its replica.
+// Failover swaps their roles, not their order. A killed and restarted node
+// comes back empty and a master; the sentinels make it a replica again if
+// the other node is master by then.
+func (s *Sentinel) Nodes() []*Node { return []*Node{s.data[0].Node, s.data[1].Node} }
+
+// Master returns the data node that the sentinels name master now, as the
+// first sentinel to answer sees it.
+func (s *Sentinel) Master(ctx context.Context) (*Node, error) {
+	var errs []error
+	for _, m := range s.sentinels {
+		addr, err := masterAddr(ctx, m.admin)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("redistest: sentinel %s: %w", m.Addr(), err))
+			continue
+		}
+		for _, d := range s.data {
+			if d.Addr() == addr {
+				return d.Node, nil
+			}
+		}
+		return nil, fmt.Errorf("redistest: sentinel %s names %s master, which is no node of this setup", m.Addr(), addr)
+	}
+	return nil, errors.Join(errs...)
+}
+
+// NewClient returns a rueidis sentinel client that asks the sentinels for
+// the master, and asks again each sentinelRefresh in case it missed a
+// +switch-master; the caller closes it.
+func (s *Sentinel) NewClient() (rueidis.Client, error) {
+	opt := ClientOption(s.sentinels[0].Addr())
+	opt.InitAddress = s.SentinelAddrs()
+	opt.Sentinel = rueidis.SentinelOption{MasterSet: masterName, TopologyRefreshInterval: sentinelRefresh}
+	rc, err := rueidis.NewClient(opt)
+	if err != nil {
+		return nil, fmt.Errorf("redistest: sentinel client: %w", err)
+	}
+	if mode := rc.Mode(); mode != rueidis.ClientModeSentinel {
+		rc.Close()
+		return nil, fmt.Errorf("redistest: client of the sentinels is in %s mode", mode)
+	}
+	return rc, nil
+}
+
+// Client returns a rueidis sentinel client, closed when t ends.
+func (s *Sentinel) Client(t testing.TB) rueidis.Client {
+	t.Helper()
+	rc, err := s.NewClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rc.Close)
+	return rc
+}
+
+// Failover has a sentinel promote the replica (SENTINEL FAILOVER) and
+// returns once every sentinel names it master and it answers ROLE as one.
+// The old master is not told at once: a sentinel turns it into a replica
+// of the new one only after it has gone on claiming to be master for 8 s
+// (Redis's four hello periods), and until then it accepts the writes of
+// clients that still talk to it.
+func (s *Sentinel) Failover(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
+	old, err := s.Master(ctx)
+	if err != nil {
+		return err
+	}
+	next := s.data[0]
+	if next.Node == old {
+		next = s.data[1]
+	}
+	rc := s.sentinels[0].admin
+	// A sentinel whose news of the replica is stale refuses with
+	// NOGOODSLAVE until its next INFO; any other answer is final.
+	var answer error
+	err = poll(ctx, func(ctx context.Context) error {
+		err := rc.Do(ctx, rc.B().SentinelFailover().Master(masterName).Build()).Error()
+		if err != nil && strings.HasPrefix(err.Error(), "NOGOODSLAVE") {
+			return err
+		}
+		answer = err
+		return nil
+	})
+	if err = errors.Join(err, answer); err != nil {
+		return fmt.Errorf("redistest: SENTINEL FAILOVER: %w", err)
+	}
+	err = poll(ctx, func(ctx context.Context) error {
+		for _, m := range s.sentinels {
+			addr, err := masterAddr(ctx, m.admin)
+			if err != nil {
+				return err
+			}
+			if addr != next.Addr() {
+				return fmt.Errorf("sentinel %s names %s master", m.Addr(), addr)
+			}
+		}
+		role, err := next.admin.Do(ctx, next.admin.B().Role().Build()).ToArray()
+		if err != nil || len(role) == 0 {
+			return fmt.Errorf("ROLE of %s: %v", next.Addr(), err)
+		}
+		if r, _ := role[0].ToString(); r != "master" {
+			return fmt.Errorf("%s is still a %s", next.Addr(), r)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("redistest: failover from %s to %s: %w", old.Addr(), next.Addr(), err)
+	}
+	return nil
+}
+
+// Close stops the sentinels, then the data nodes.
+func (s *Sentinel) Close() error {
+	var errs []error
+	for _, m := range slices.Concat(s.sentinels, s.data) {
+		errs = append(errs, m.close())
+	}
+	return errors.Join(errs...)
+}
+
+// watching reports why the sentinels are not yet ready to fail over, or
+// nil once each knows the replica as up and the other two sentinels.
+func (s *Sentinel) watching(ctx context.Context) error {
+	for _, m := range s.sentinels {
+		rc := m.admin
+		replicas, err := rc.Do(ctx, rc.B().SentinelReplicas().Master(masterName).Build()).ToArray()
+		if err != nil {
+			return err
+		}
+		if len(replicas) != 1 {
+			return fmt.Errorf("sentinel %s knows %d replicas", m.Addr(), len(replicas))
+		}
+		fields, err := replicas[0].AsStrMap()
+		if err != nil {
+			return err
+		}
+		if fields["flags"] != "slave" || fields["master-link-status"] != "ok" {
+			return fmt.Errorf("sentinel %s sees the replica as %s with link %s", m.Addr(), fields["flags"], fields["master-link-status"])
+		}
+		others, err := rc.Do(ctx, rc.B().SentinelSentinels().Master(masterName).Build()).ToArray()
+		if err != nil {
+			return err
+		}
+		if len(others) != len(s.sentinels)-1 {
+			return fmt.Errorf("sentinel %s knows %d other sentinels", m.Addr(), len(others))
+		}
+	}
+	return nil
+}
+
+// masterAddr asks the sentinel behind rc for the master's address.
+func masterAddr(ctx context.Context, rc rueidis.Client) (string, error) {
+	hp, err := rc.Do(ctx, rc.B().SentinelGetMasterAddrByName().Master(masterName).Build()).AsStrSlice()
+	if err != nil {
+		return "", err
+	}
+	if len(hp) != 2 {
+		return "", fmt.Errorf("master address %q", hp)
+	}
+	return net.JoinHostPort(hp[0], hp[1]), nil
+}

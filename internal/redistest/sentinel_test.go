@@ -1,0 +1,68 @@
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/require"
+)
+
+// TestSentinel writes through a sentinel client, fails over, and checks
+// that the client writes to the new master and the old one becomes its
+// replica.
+func TestSentinel(t *testing.T) {
+	s := NewSentinel(t, SentinelConfig{})
+	require.Len(t, s.SentinelAddrs(), 3)
+	rc := s.Client(t)
+	require.Equal(t, rueidis.ClientModeSentinel, rc.Mode())
+	ctx := t.Context()
+	key := "redistest:sentinel:" + t.Name()
+	require.NoError(t, rc.Do(ctx, rc.B().Set().Key(key).Value("before").Build()).Error())
+
+	old, err := s.Master(ctx)
+	require.NoError(t, err)
+	require.Same(t, s.Nodes()[0], old, "the first node is master at start")
+
+	start := time.Now()
+	require.NoError(t, s.Failover(ctx))
+	t.Logf("failover took %v", time.Since(start))
+	next, err := s.Master(ctx)
+	require.NoError(t, err)
+	require.Same(t, s.Nodes()[1], next, "the replica is master after Failover")
+
+	// A write counts once the new master holds it: the old one accepts
+	// writes too until the sentinels demote it.
+	nextClient := next.Client(t)
+	start = time.Now()
+	for i := 0; ; i++ {
+		value := fmt.Sprint("after-", i)
+		wctx, cancel := context.WithTimeout(ctx, time.Second)
+		err := rc.Do(wctx, rc.B().Set().Key(key).Value(value).Build()).Error()
+		cancel()
+		if err == nil {
+			if got, _ := nextClient.Do(ctx, nextClient.B().Get().Key(key).Build()).ToString(); got == value {
+				break
+			}
+		}
+		require.Less(t, time.Since(start), 10*time.Second, "the client writes to the new master within 10 s (last error: %v)", err)
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("client wrote to the new master %v after Failover", time.Since(start))
+
+	oldClient := old.Client(t)
+	start = time.Now()
+	require.Eventually(t, func() bool {
+		role, err := oldClient.Do(ctx, oldClient.B().Role().Build()).ToArray()
+		if err != nil || len(role) < 3 {
+			return false
+		}
+		kind, _ := role[0].ToString()
+		host, _ := role[1].ToString()
+		port, _ := role[2].AsInt64()
+		return kind == "slave" && fmt.Sprintf("%s:%d", host, port) == next.Addr()
+	}, 20*time.Second, 100*time.Millisecond, "the sentinels make the old master a replica of the new one")
+	t.Logf("old master became a replica %v after the write", time.Since(start))
+}

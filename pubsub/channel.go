@@ -1,0 +1,229 @@
+package pubsub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// unsubscribeTimeout bounds the UNSUBSCRIBE that ends a subscription.
+// rueidis resends it over a broken connection, so without a bound an
+// unreachable Redis would hold the channel's goroutine, and Close, forever.
+const unsubscribeTimeout = time.Second
+
+// channel is one channel that local waiters wait on: their queue and the
+// goroutine that owns the channel's subscription. Every field but s, name
+// and done is guarded by s.mu.
+type channel struct {
+	s    *Subscriber
+	name string
+	done chan struct{} // closed when run returns
+
+	waiters []*Waiter // the queue, longest-waiting first
+	current *attempt  // the subscription attempt under way; nil between attempts and once stopped
+}
+
+// attempt is one Receive call: one subscription of the channel, which
+// rueidis may make again on a new connection after a connection loss.
+type attempt struct {
+	ctx       context.Context
+	stop      context.CancelFunc // ends the Receive call
+	confirmed bool               // Redis confirmed the subscription at least once; guarded by s.mu
+}
+
+func newChannel(s *Subscriber, name string) *channel {
+	return &channel{s: s, name: name, done: make(chan struct{})}
+}
+
+// join appends a new waiter to the queue, ready at once when the current
+// subscription is confirmed. The caller holds s.mu.
+func (c *channel) join() *Waiter {
+	w := newWaiter(c)
+	if c.current != nil && c.current.confirmed {
+		w.markReady()
+	}
+	c.waiters = append(c.waiters, w)
+	return w
+}
+
+// leave takes w out of the queue; handOn passes a wake-up to the next
+// waiter. When the queue is empty, the subscription attempt under way is
+// stopped, and run unsubscribes. The caller holds s.mu.
+func (c *channel) leave(w *Waiter, handOn bool) {
+	if i := slices.Index(c.waiters, w); i >= 0 {
+		c.waiters = slices.Delete(c.waiters, i, i+1)
+	}
+	w.left = true
+	if handOn {
+		c.wakeOne()
+	}
+	if len(c.waiters) == 0 && c.current != nil {
+		c.current.stop()
+		c.current = nil
+	}
+}
+
+// wakeOne wakes the longest-waiting ready waiter that has no wake-up
+// pending, and records that it owes the lock a re-check. Waiters whose
+// wake-up is still pending are skipped: they will re-check anyway. The
+// caller holds s.mu.
+func (c *channel) wakeOne() {
+	for _, w := range c.waiters {
+		if w.subscribed && w.nudge() {
+			w.woken = true
+			return
+		}
+	}
+}
+
+// dismiss wakes every waiter for good and empties the queue, for
+// Subscriber.Close. The caller holds s.mu.
+func (c *channel) dismiss() {
+	for _, w := range c.waiters {
+		w.dismiss()
+	}
+	c.waiters = nil
+}
+
+// run owns the channel's subscription. While the channel has waiters it
+// keeps one Receive call running, starting a new one after a failure (with
+// a backoff) or after Redis ended the subscription; once the queue is empty
+// or the Subscriber closes, it unsubscribes, removes the channel from the
+// Subscriber and returns. Because only run subscribes and unsubscribes the
+// channel, one after the other, a waiter that arrives while the last one's
+// UNSUBSCRIBE is under way gets a fresh subscription, never a dying one.
+func (c *channel) run() {
+	defer close(c.done)
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	failures := 0
+	for {
+		a, ok := c.begin()
+		if !ok {
+			return
+		}
+		if failures > 0 && !sleep(a.ctx, retry, backoff(failures)) {
+			failures = c.end(a, a.ctx.Err(), failures)
+			continue
+		}
+		err := c.receive(a)
+		failures = c.end(a, err, failures)
+		if err != nil {
+			// A Receive that did not end with Redis's own unsubscribe
+			// confirmation may leave the subscription on the server.
+			c.unsubscribe(a.ctx)
+		}
+	}
+}
+
+// begin starts a subscription attempt, or, when the channel has no waiters
+// left or the Subscriber is closed, removes the channel and reports false.
+func (c *channel) begin() (*attempt, bool) {
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	if c.s.closed || len(c.waiters) == 0 {
+		delete(c.s.channels, c.name)
+		return nil, false
+	}
+	ctx, stop := context.WithCancel(c.s.ctx)
+	c.current = &attempt{ctx: ctx, stop: stop}
+	return c.current, true
+}
+
+// receive runs one Receive call: it subscribes, hands every message to the
+// queue, and returns when a.ctx ends (the last waiter left, or Close), when
+// Redis ends the subscription (nil), or when it fails. rueidis resubscribes
+// on a new connection by itself after a connection loss unless retries are
+// disabled, so a loss usually shows as a second confirmation, not a return.
+//
+// rueidis calls the message handler on this goroutine, but its connection
+// goroutine blocks once 16 messages wait for it, so the handler only takes
+// the lock and makes a non-blocking send.
+func (c *channel) receive(a *attempt) error {
+	ctx := rueidis.WithOnSubscriptionHook(a.ctx, func(sub rueidis.PubSubSubscription) {
+		if sub.Channel == c.name && (sub.Kind == "subscribe" || sub.Kind == "ssubscribe") {
+			c.confirm(a)
+		}
+	})
+	return c.s.rc.Receive(ctx, c.s.subscribeCmd(c.name), func(rueidis.PubSubMessage) {
+		c.s.mu.Lock()
+		defer c.s.mu.Unlock()
+		c.wakeOne()
+	})
+}
+
+// confirm handles Redis's confirmation of a's subscription. It runs on
+// rueidis' connection goroutine, so it only takes the lock and signals.
+// Waiters that were ready already are all woken: the subscription was made
+// again, and a message published meanwhile was lost. The others become
+// ready, and their Subscribe returns.
+func (c *channel) confirm(a *attempt) {
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	if c.current != a {
+		return // a stopped attempt: run is about to unsubscribe it
+	}
+	a.confirmed = true
+	for _, w := range c.waiters {
+		if w.subscribed {
+			w.nudge()
+		} else {
+			w.markReady()
+		}
+	}
+}
+
+// end closes attempt a, which ended with err, and returns the count of
+// failed attempts in a row. An attempt that failed before Redis confirmed
+// it fails the Subscribe calls waiting for it with its error: Redis refused
+// the subscription or is unreachable, and the callers should hear so
+// rather than wait in silence.
+func (c *channel) end(a *attempt, err error, failures int) int {
+	stopped := a.ctx.Err() != nil
+	a.stop()
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	if c.current == a {
+		c.current = nil
+	}
+	switch {
+	case stopped || a.confirmed:
+		failures = 0
+	default:
+		failures++
+	}
+	if stopped {
+		return failures
+	}
+	if err == nil {
+		c.s.logger.Info("pubsub: Redis ended the subscription", "channel", c.name)
+		return failures
+	}
+	c.s.logger.Warn("pubsub: subscription failed", "channel", c.name, "confirmed", a.confirmed, "err", err)
+	err = fmt.Errorf("pubsub: subscribe %s: %w", c.name, err)
+	c.waiters = slices.DeleteFunc(c.waiters, func(w *Waiter) bool {
+		if w.subscribed {
+			return false
+		}
+		w.fail(err)
+		return true
+	})
+	return failures
+}
+
+// unsubscribe ends the channel's subscription on the server, bounded by
+// unsubscribeTimeout even though ctx is done. It goes over the same
+// connection as the SUBSCRIBE (rueidis sends both on the node's first
+// pipeline), so it is processed after it.
+func (c *channel) unsubscribe(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unsubscribeTimeout)
+	defer cancel()
+	err := c.s.rc.Do(ctx, c.s.unsubscribeCmd(c.name)).Error()
+	if err != nil && !errors.Is(err, rueidis.ErrClosing) {
+		c.s.logger.Warn("pubsub: unsubscribe failed; it ends with the connection", "channel", c.name, "err", err)
+	}
+}

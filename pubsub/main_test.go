@@ -1,0 +1,9 @@
+package pubsub
+
+import (
+	"testing"
+
+	"github.com/rlock/rlock/internal/redistest"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }

@@ -1,0 +1,148 @@
+package pubsub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/redis/rueidis"
+)
+
+// ErrClosed is returned by Subscribe once the Subscriber is closed.
+var ErrClosed = errors.New("pubsub: closed")
+
+// Subscriber keeps one subscription per channel that local waiters wait on,
+// and wakes those waiters. It is safe for concurrent use.
+//
+// Each subscribed channel has one goroutine, which owns the channel's
+// subscription: it subscribes, resubscribes after a loss, and unsubscribes
+// once the channel's last waiter has left. Close stops them all.
+type Subscriber struct {
+	rc      rueidis.Client
+	sharded bool
+	logger  *slog.Logger
+	ctx     context.Context    // parent of every subscription; done once Close begins
+	cancel  context.CancelFunc // ends ctx
+	stopped chan struct{}      // closed once Close has stopped every goroutine
+
+	mu       sync.Mutex
+	channels map[string]*channel // by name; an entry lives until its goroutine exits
+	closed   bool
+}
+
+// New returns a Subscriber that subscribes through rc. sharded selects
+// sharded pub/sub (SSUBSCRIBE, SUNSUBSCRIBE), which a Redis Cluster needs so
+// that the subscription sits on the node owning the channel's slot, where
+// SPUBLISH delivers; otherwise it uses SUBSCRIBE. A nil logger discards.
+// rc stays the caller's: Close does not close it.
+func New(rc rueidis.Client, sharded bool, logger *slog.Logger) *Subscriber {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Subscriber{
+		rc:       rc,
+		sharded:  sharded,
+		logger:   logger,
+		ctx:      ctx,
+		cancel:   cancel,
+		stopped:  make(chan struct{}),
+		channels: make(map[string]*channel),
+	}
+}
+
+// Subscribe joins the queue of local waiters on channel and returns the new
+// Waiter once Redis has confirmed the channel's subscription, so that a
+// message published after Subscribe returns is not missed. The first waiter
+// of a channel subscribes; later ones share that subscription.
+//
+// ctx bounds the wait for the confirmation: when it ends first, Subscribe
+// returns ctx's error, wrapped. A subscription that Redis refuses fails the
+// waiters that wait for it with Redis's error. After Close, Subscribe
+// returns ErrClosed. The caller must end every Waiter it gets with Done or
+// Close.
+func (s *Subscriber) Subscribe(ctx context.Context, channel string) (*Waiter, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("pubsub: subscribe %s: %w", channel, err)
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	c := s.channels[channel]
+	if c == nil {
+		c = newChannel(s, channel)
+		s.channels[channel] = c
+		go c.run()
+	}
+	w := c.join()
+	s.mu.Unlock()
+
+	select {
+	case <-w.ready:
+		// w.err was written before ready was closed.
+		if w.err != nil {
+			return nil, w.err
+		}
+		return w, nil
+	case <-ctx.Done():
+		w.Close()
+		return nil, fmt.Errorf("pubsub: subscribe %s: %w", channel, ctx.Err())
+	}
+}
+
+// Channels returns how many channels are subscribed, or being subscribed or
+// unsubscribed, now.
+func (s *Subscriber) Channels() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.channels)
+}
+
+// Close wakes every waiter for good (their Wake channels are closed), fails
+// every Subscribe still waiting with ErrClosed, unsubscribes every channel,
+// and returns once every goroutine of the Subscriber has exited. Later calls
+// wait for the first one and return nil. Close does not close the rueidis
+// client. It always returns nil: a channel that cannot be unsubscribed
+// (Redis unreachable) is logged, and goes when its connection does.
+func (s *Subscriber) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		<-s.stopped
+		return nil
+	}
+	s.closed = true
+	chans := make([]*channel, 0, len(s.channels))
+	for _, c := range s.channels {
+		c.dismiss()
+		chans = append(chans, c)
+	}
+	s.mu.Unlock()
+
+	s.cancel()
+	for _, c := range chans {
+		<-c.done
+	}
+	close(s.stopped)
+	return nil
+}
+
+// subscribeCmd is the command that subscribes to channel.
+func (s *Subscriber) subscribeCmd(channel string) rueidis.Completed {
+	if s.sharded {
+		return s.rc.B().Ssubscribe().Channel(channel).Build()
+	}
+	return s.rc.B().Subscribe().Channel(channel).Build()
+}
+
+// unsubscribeCmd is the command that unsubscribes from channel.
+func (s *Subscriber) unsubscribeCmd(channel string) rueidis.Completed {
+	if s.sharded {
+		return s.rc.B().Sunsubscribe().Channel(channel).Build()
+	}
+	return s.rc.B().Unsubscribe().Channel(channel).Build()
+}

@@ -1,0 +1,86 @@
+package pubsub
+
+// Waiter is one local waiter in a channel's queue, from Subscribe until Done
+// or Close. Its methods are safe for concurrent use.
+type Waiter struct {
+	c     *channel
+	wake  chan struct{} // capacity 1: a pending wake-up; closed by Subscriber.Close
+	ready chan struct{} // closed when Subscribe may return
+	err   error         // why Subscribe fails; written before ready is closed
+
+	// Guarded by c.s.mu.
+	subscribed bool // a confirmed subscription made it ready
+	woken      bool // a message's wake-up was handed to it
+	left       bool // out of the queue
+}
+
+func newWaiter(c *channel) *Waiter {
+	return &Waiter{c: c, wake: make(chan struct{}, 1), ready: make(chan struct{})}
+}
+
+// Wake receives when the waiter should check the lock again: a message on
+// the channel picked this waiter, the subscription was made again after a
+// loss, or a waiter ahead of it left without taking the lock. Several
+// wake-ups before a receive count as one. The channel is closed when the
+// Subscriber is closed, so a loop that waits on it must stop then.
+func (w *Waiter) Wake() <-chan struct{} {
+	return w.wake
+}
+
+// Done leaves the queue; acquired says whether the waiter took the lock.
+// A waiter that a message woke but that leaves without the lock (it was
+// cancelled, timed out, or failed) hands a wake-up on to the next waiter,
+// so that the unlock it was told of still reaches someone who wants the
+// lock. The last waiter of a channel unsubscribes from it. Calls after the
+// first do nothing.
+func (w *Waiter) Done(acquired bool) {
+	s := w.c.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w.left {
+		return
+	}
+	w.c.leave(w, w.woken && !acquired)
+}
+
+// Close leaves the queue without the lock: it is Done(false).
+func (w *Waiter) Close() {
+	w.Done(false)
+}
+
+// markReady lets Subscribe return w: its channel's subscription is
+// confirmed. The caller holds s.mu.
+func (w *Waiter) markReady() {
+	w.subscribed = true
+	close(w.ready)
+}
+
+// nudge gives w a wake-up unless one is pending, and reports whether it
+// did. The caller holds s.mu.
+func (w *Waiter) nudge() bool {
+	select {
+	case w.wake <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// fail takes w out of the game before its subscription was confirmed:
+// Subscribe returns err. The caller holds s.mu and removes w from the queue.
+func (w *Waiter) fail(err error) {
+	w.left = true
+	w.err = err
+	close(w.ready)
+}
+
+// dismiss ends w for Subscriber.Close: Wake is closed for good, and a
+// Subscribe still waiting returns ErrClosed. The caller holds s.mu and
+// empties the queue.
+func (w *Waiter) dismiss() {
+	if !w.subscribed {
+		w.fail(ErrClosed)
+	}
+	w.left = true
+	close(w.wake)
+}

@@ -1,0 +1,162 @@
+package rlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// multiKey is the context key under which a MultiLock context carries its
+// multiHold.
+type multiKey struct{ ml *MultiLock }
+
+// errQuorumLost is the cause of a MultiLock context once fewer than the
+// quorum of its parts are held.
+var errQuorumLost = fmt.Errorf("%w: fewer nodes than the quorum hold it", ErrLockLost)
+
+// multiHold is one owner's hold on a MultiLock: a part (a single-node hold)
+// per node that granted it. With the watchdog, a part that is lost is taken
+// again; the hold ends when fewer parts than the quorum remain, or with the
+// final Unlock.
+type multiHold struct {
+	ml    *MultiLock
+	o     *owner
+	lease time.Duration // 0: the watchdogs renew the parts
+
+	life *lifetime
+
+	mu        sync.Mutex
+	parts     []*hold // by node; nil where the node holds no part
+	ended     bool
+	unlocking int            // Unlock calls under way: no part is retaken meanwhile
+	retaking  sync.WaitGroup // parts being taken again
+}
+
+// hold returns the context for a round that took parts: ctx itself when it
+// already carries this owner's active hold (a re-entry, which may add
+// parts), else a new hold's context.
+func (ml *MultiLock) hold(ctx context.Context, o *owner, lease time.Duration, parts []*hold) context.Context {
+	if mh, ok := ctx.Value(multiKey{ml}).(*multiHold); ok && mh.life.Err() == nil {
+		for i, h := range parts {
+			if h != nil {
+				mh.setPart(i, h)
+			}
+		}
+		return ctx
+	}
+	mh := &multiHold{ml: ml, o: o, lease: lease, parts: make([]*hold, len(parts)), life: newLifetime()}
+	for i, h := range parts {
+		if h != nil {
+			mh.setPart(i, h)
+		}
+	}
+	return mh.life.bind(ctx, multiKey{ml}, mh)
+}
+
+// setPart records h as the part of node i and watches it end.
+func (mh *multiHold) setPart(i int, h *hold) {
+	mh.mu.Lock()
+	defer mh.mu.Unlock()
+	if mh.parts[i] == h {
+		return
+	}
+	mh.parts[i] = h
+	context.AfterFunc(h.life, func() { mh.partEnded(i, h) })
+}
+
+// partEnded reacts to the end of node i's part h. An Unlock's end is no
+// loss. A lost part is taken again when the watchdogs renew this hold, and
+// the hold ends once fewer parts than the quorum remain.
+func (mh *multiHold) partEnded(i int, h *hold) {
+	if !errors.Is(context.Cause(h.life), ErrLockLost) {
+		return
+	}
+	mh.mu.Lock()
+	if mh.ended || mh.parts[i] != h {
+		mh.mu.Unlock()
+		return
+	}
+	mh.parts[i] = nil
+	retake := mh.lease == 0 && mh.unlocking == 0 && !errors.Is(context.Cause(h.life), ErrClosed)
+	if retake {
+		mh.retaking.Add(1)
+	}
+	mh.mu.Unlock()
+	if retake {
+		mh.retake(i)
+		mh.retaking.Done()
+	}
+	mh.checkQuorum()
+}
+
+// retake takes node i's part again, within the node timeout.
+func (mh *multiHold) retake(i int) {
+	m := mh.ml.mutexes[i]
+	id := holdID{key: m.keys.Hash, field: m.c.field(mh.o)}
+	ctx, cancel := context.WithTimeout(context.Background(), nodeTimeout(0, m))
+	defer cancel()
+	g, _, err := m.request(ctx, id, 0)
+	if err != nil || !g.acquired {
+		m.c.cfg.logger.Warn("rlock: multilock could not take a lost part again", "key", m.keys.Hash, "err", err)
+		return
+	}
+	h, err := m.keep(ctx, id, 0, g)
+	if err != nil {
+		return
+	}
+	mh.setPart(i, h)
+}
+
+// checkQuorum ends the hold once fewer parts than the quorum are held; the
+// parts left stop being renewed, and Unlock still releases them.
+func (mh *multiHold) checkQuorum() {
+	mh.mu.Lock()
+	held := 0
+	for _, h := range mh.parts {
+		if h != nil && h.active() {
+			held++
+		}
+	}
+	if mh.ended || held >= mh.ml.quorum {
+		mh.mu.Unlock()
+		return
+	}
+	mh.ended = true
+	parts := mh.parts
+	mh.mu.Unlock()
+	for _, h := range parts {
+		if h != nil {
+			h.finish(errQuorumLost)
+		}
+	}
+	mh.life.end(errQuorumLost)
+}
+
+// beginUnlock stops parts from being taken again and waits for any being
+// taken now, so that no part outlives the Unlock.
+func (mh *multiHold) beginUnlock() {
+	mh.mu.Lock()
+	mh.unlocking++
+	mh.mu.Unlock()
+	mh.retaking.Wait()
+}
+
+// endUnlock ends the hold once no part is held any more.
+func (mh *multiHold) endUnlock() {
+	mh.mu.Lock()
+	mh.unlocking--
+	for _, h := range mh.parts {
+		if h != nil && h.active() {
+			mh.mu.Unlock()
+			return
+		}
+	}
+	already := mh.ended
+	mh.ended = true
+	mh.mu.Unlock()
+	if !already {
+		mh.life.end(context.Canceled)
+	}
+}

@@ -1,0 +1,47 @@
+package watchdog
+
+import "time"
+
+// Hold is one lock that a Watchdog keeps alive. Fill in the exported fields
+// and Add it; they must not change afterwards. A Hold is added once: after
+// it was removed or lost, make a new one.
+type Hold struct {
+	// Key is the lock's hash key.
+	Key string
+	// Field is the owner's field in that hash.
+	Field string
+	// Renewed, if not nil, is called after a renewal reply confirmed the
+	// hold, with the time that renewal request was sent: Redis set the new
+	// lease no earlier than that.
+	Renewed func(sent time.Time)
+	// Lost, if not nil, is called at most once, when a renewal reply says
+	// the field is gone. The hold has left the watchdog by then.
+	Lost func()
+
+	// Bookkeeping of the Watchdog the hold was added to, guarded by its mu.
+	w          *Watchdog
+	phase      phase
+	pending    pending // the callback the last round's reply calls for
+	slot       uint16  // Cluster slot of Key; 0 outside a Cluster
+	due        int64   // wheel tick at which the next renewal is sent
+	prev, next *Hold   // neighbours in its wheel slot
+}
+
+// phase is where a hold is in its life.
+type phase uint8
+
+const (
+	unadded phase = iota // not added yet
+	waiting              // in the wheel, until its renewal is due
+	sending              // in the round being sent
+	gone                 // removed, lost, or dropped by Close
+)
+
+// pending names the callback that a round has decided on and not yet run.
+type pending uint8
+
+const (
+	noCall pending = iota
+	callRenewed
+	callLost
+)
