@@ -58,6 +58,12 @@ func New(rc rueidis.Client, sharded bool, logger *slog.Logger) *Subscriber {
 // message published after Subscribe returns is not missed. The first waiter
 // of a channel subscribes; later ones share that subscription.
 //
+// One case returns earlier: while rueidis makes a lost subscription again
+// on a new connection, the channel still counts as subscribed, so a
+// Subscribe may return before the new confirmation. That confirmation
+// wakes every waiter of the channel, this one too, so a message lost
+// meanwhile still leads to a re-check.
+//
 // ctx bounds the wait for the confirmation: when it ends first, Subscribe
 // returns ctx's error, wrapped. A subscription that Redis refuses fails the
 // waiters that wait for it with Redis's error. After Close, Subscribe

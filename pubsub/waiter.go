@@ -20,9 +20,9 @@ func newWaiter(c *channel) *Waiter {
 
 // Wake receives when the waiter should check the lock again: a message on
 // the channel picked this waiter, the subscription was made again after a
-// loss, or a waiter ahead of it left without taking the lock. Several
-// wake-ups before a receive count as one. The channel is closed when the
-// Subscriber is closed, so a loop that waits on it must stop then.
+// loss, or another waiter left without the lock it had been woken for.
+// Several wake-ups before a receive count as one. The channel is closed
+// when the Subscriber is closed, so a loop that waits on it must stop then.
 func (w *Waiter) Wake() <-chan struct{} {
 	return w.wake
 }
@@ -32,7 +32,7 @@ func (w *Waiter) Wake() <-chan struct{} {
 // cancelled, timed out, or failed) hands a wake-up on to the next waiter,
 // so that the unlock it was told of still reaches someone who wants the
 // lock. The last waiter of a channel unsubscribes from it. Calls after the
-// first do nothing.
+// first, and calls after Subscriber.Close, do nothing.
 func (w *Waiter) Done(acquired bool) {
 	s := w.c.s
 	s.mu.Lock()

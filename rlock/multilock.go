@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 )
 
@@ -213,9 +214,11 @@ func (ml *MultiLock) giveBack(ctx context.Context, o *owner, marked []bool) {
 	}
 }
 
-// Unlock leaves one level on every node, all of them even when some fail,
-// and reports the failures joined. It returns ErrNotHeld when the owner held
-// no part of the lock.
+// Unlock leaves one level on every node, all of them even when some fail.
+// It reports, joined, the failures on nodes that held a part; a node that
+// held none is still asked (an acquire whose reply was lost may have left a
+// part there), within the node timeout, and its failure is only logged. It
+// returns ErrNotHeld when the owner held no part of the lock.
 func (ml *MultiLock) Unlock(ctx context.Context) error {
 	if err := ml.check(ctx); err != nil {
 		return err
@@ -225,37 +228,56 @@ func (ml *MultiLock) Unlock(ctx context.Context) error {
 		return ErrNotHeld
 	}
 	mh, _ := ctx.Value(multiKey{ml}).(*multiHold)
+	held := make([]bool, len(ml.mutexes))
 	if mh != nil {
-		mh.beginUnlock()
+		held = mh.beginUnlock()
 	}
 	errs := make([]error, len(ml.mutexes))
-	done := make(chan struct{})
+	var wg sync.WaitGroup
 	for i, m := range ml.mutexes {
-		go func() {
-			defer func() { done <- struct{}{} }()
+		wg.Go(func() {
+			if mh != nil && !held[i] {
+				errs[i] = m.releaseStray(ctx, o)
+				return
+			}
 			errs[i] = m.Unlock(context.WithValue(context.WithoutCancel(ctx), ownerKey{}, o))
-		}()
+		})
 	}
-	for range ml.mutexes {
-		<-done
-	}
+	wg.Wait()
 	if mh != nil {
 		mh.endUnlock()
 	}
 	notHeld := 0
 	var failures []error
-	for _, err := range errs {
+	for i, err := range errs {
 		switch {
 		case errors.Is(err, ErrNotHeld):
 			notHeld++
-		case err != nil:
+		case err == nil:
+		case mh == nil || held[i]:
 			failures = append(failures, err)
+		default:
+			m := ml.mutexes[i]
+			m.c.cfg.logger.Debug("rlock: multilock could not reach a node that held no part", "key", m.keys.Hash, "err", err)
 		}
 	}
 	if notHeld == len(ml.mutexes) {
 		return ErrNotHeld
 	}
 	return errors.Join(failures...)
+}
+
+// releaseStray leaves one level of a part this process does not know it
+// holds (its acquire reply was lost), within the node timeout: no local hold
+// exists to end, and a node that cannot answer must not hold up Unlock.
+func (m *Mutex) releaseStray(ctx context.Context, o *owner) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), nodeTimeout(0, m))
+	defer cancel()
+	result, _, err := m.release(rctx, m.c.field(o), m.c.cfg.lease)
+	if err == nil && result == notHeld {
+		err = ErrNotHeld
+	}
+	return err
 }
 
 // nodeTimeout bounds one node's acquire in a round: small against the
