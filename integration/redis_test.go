@@ -1,8 +1,6 @@
 package integration
 
 import (
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -10,24 +8,37 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// keysOf lists the keys of lock name under the default prefix, sorted,
-// leaving out request latches (they expire on their own).
+// keysOf lists which of lock name's lasting keys (its hash and its fencing
+// counter, under the default prefix) exist. Request latches are left out:
+// they expire on their own.
 func keysOf(t *testing.T, rc rueidis.Client, name string) []string {
 	t.Helper()
-	all, err := rc.Do(t.Context(), rc.B().Keys().Pattern("rlock:{"+name+"}*").Build()).AsStrSlice()
-	require.NoError(t, err)
-	out := slices.DeleteFunc(all, func(k string) bool { return strings.Contains(k, ":latch:") })
-	slices.Sort(out)
+	var out []string
+	for _, key := range []string{"rlock:{" + name + "}", "rlock:{" + name + "}:token"} {
+		n, err := rc.Do(t.Context(), rc.B().Exists().Key(key).Build()).AsInt64()
+		require.NoError(t, err)
+		if n == 1 {
+			out = append(out, key)
+		}
+	}
 	return out
 }
 
 // assertNoSubscribers waits until nobody listens on lock name's unlock
-// channel any more.
+// channel any more, plain or sharded.
 func assertNoSubscribers(t *testing.T, rc rueidis.Client, name string) {
 	t.Helper()
 	channel := "rlock:{" + name + "}:unlock"
+	count := func(cmd rueidis.Completed) int64 {
+		res, err := rc.Do(t.Context(), cmd).AsIntMap()
+		require.NoError(t, err)
+		return res[channel]
+	}
 	require.Eventually(t, func() bool {
-		res, err := rc.Do(t.Context(), rc.B().PubsubNumsub().Channel(channel).Build()).AsIntMap()
-		return err == nil && res[channel] == 0
+		plain := int64(0)
+		if rc.Mode() != rueidis.ClientModeCluster {
+			plain = count(rc.B().PubsubNumsub().Channel(channel).Build())
+		}
+		return plain+count(rc.B().PubsubShardnumsub().Channel(channel).Build()) == 0
 	}, 5*time.Second, 20*time.Millisecond, "subscribers left on %s", channel)
 }

@@ -1,0 +1,220 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlock/rlock/internal/redistest"
+)
+
+// handoffBound is how soon a waiter must hold a lock after its holder's
+// Unlock: far below the 30 s default lease, so it cannot be the lease
+// running out, and generous for a loaded 2-core machine under -race.
+const handoffBound = 200 * time.Millisecond
+
+// TestWaiting runs the pub/sub waiting suite on every setup.
+func TestWaiting(t *testing.T) {
+	forEachSetup(t, func(t *testing.T, s setup) {
+		t.Run("Handoff", func(t *testing.T) { testHandoff(t, s) })
+		t.Run("ManyWaiters", func(t *testing.T) { testManyWaiters(t, s) })
+	})
+}
+
+// testHandoff: a waiter in another Client holds the lock within
+// handoffBound of the holder's Unlock, while the holder's lease is 30 s.
+func testHandoff(t *testing.T, s setup) {
+	name := lockName(t)
+	holder := s.client(t).Mutex(name)
+	waiter := s.client(t).Mutex(name)
+	for round := range 5 {
+		hctx, err := holder.Lock(t.Context())
+		require.NoError(t, err)
+		acquired := make(chan time.Time, 1)
+		got := make(chan error, 1)
+		go func() {
+			ctx, err := waiter.Lock(t.Context())
+			acquired <- time.Now()
+			if err == nil {
+				err = waiter.Unlock(ctx)
+			}
+			got <- err
+		}()
+		time.Sleep(50 * time.Millisecond) // let the waiter block
+		start := time.Now()
+		require.NoError(t, holder.Unlock(hctx))
+		took := (<-acquired).Sub(start)
+		require.NoError(t, <-got)
+		t.Logf("round %d: handoff %v", round, took)
+		assert.Less(t, took, handoffBound, "round %d: handoff took %v with a 30 s lease", round, took)
+	}
+	assertNoSubscribers(t, s.raw(t), name)
+}
+
+// testManyWaiters: 1 000 waiters on 100 locks, all through one Client and
+// so one connection, each get their lock in turn, and never two at once.
+func testManyWaiters(t *testing.T, s setup) {
+	const locks, perLock = 100, 10
+	holders := s.client(t)
+	waiters := s.client(t)
+	names := make([]string, locks)
+	held := make([]context.Context, locks)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s:%d", lockName(t), i)
+		var err error
+		held[i], err = holders.Mutex(names[i]).Lock(t.Context())
+		require.NoError(t, err)
+	}
+
+	inside := make([]atomic.Int32, locks)
+	var overlaps, acquired atomic.Int32
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range locks * perLock {
+		lock := i % locks
+		wg.Go(func() {
+			mu := waiters.Mutex(names[lock])
+			lctx, err := mu.Lock(ctx)
+			if !assert.NoError(t, err) {
+				return
+			}
+			if inside[lock].Add(1) > 1 {
+				overlaps.Add(1)
+			}
+			acquired.Add(1)
+			inside[lock].Add(-1)
+			assert.NoError(t, mu.Unlock(lctx))
+		})
+	}
+	time.Sleep(200 * time.Millisecond) // let them queue up behind the holders
+	for i, name := range names {
+		require.NoError(t, holders.Mutex(name).Unlock(held[i]))
+	}
+	wg.Wait()
+	assert.Equal(t, int32(locks*perLock), acquired.Load(), "every waiter got its lock")
+	assert.Zero(t, overlaps.Load(), "two holders of one lock at once")
+	raw := s.raw(t)
+	for _, name := range names {
+		assertNoSubscribers(t, raw, name)
+	}
+}
+
+// TestWaitingDoesNotPoll holds a lock for 2 s against 20 waiters: they make
+// a bounded number of acquire attempts when they start, then none until the
+// holder unlocks, however long the hold lasts.
+func TestWaitingDoesNotPoll(t *testing.T) {
+	const waiters = 20
+	s := setup{node: redistest.New(t, redistest.Config{})}
+	raw := s.raw(t)
+	name := lockName(t)
+	holder := s.client(t).Mutex(name)
+	hctx, err := holder.Lock(t.Context())
+	require.NoError(t, err)
+
+	c := s.client(t)
+	var wg sync.WaitGroup
+	before := scriptCalls(t, raw)
+	for range waiters {
+		wg.Go(func() {
+			mu := c.Mutex(name)
+			ctx, err := mu.Lock(t.Context())
+			if assert.NoError(t, err) {
+				assert.NoError(t, mu.Unlock(ctx))
+			}
+		})
+	}
+	time.Sleep(500 * time.Millisecond)
+	settled := scriptCalls(t, raw)
+	time.Sleep(1500 * time.Millisecond)
+	quiet := scriptCalls(t, raw)
+
+	t.Logf("%d waiters: %d acquire attempts while starting, %d during the next 1.5 s of the hold", waiters, settled-before, quiet-settled)
+	assert.LessOrEqual(t, settled-before, 3*waiters, "attempts while the waiters started (at most a few each)")
+	// Each INFO call is not a script; anything here is an acquire attempt.
+	assert.Zero(t, quiet-settled, "acquire attempts while the holder held the lock for 1.5 s")
+	require.NoError(t, holder.Unlock(hctx))
+	wg.Wait()
+	assertNoSubscribers(t, raw, name)
+}
+
+// TestWaitingSurvivesLostWakeup kills the waiter's subscribed connection
+// just before the holder unlocks, so the unlock message is lost: the waiter
+// still gets the lock, bounded by the resubscribe (which wakes every waiter
+// to re-check), far sooner than the holder's 30 s lease.
+func TestWaitingSurvivesLostWakeup(t *testing.T) {
+	node := redistest.New(t, redistest.Config{})
+	if !node.Controllable() {
+		t.Skip("the Redis at REDIS_ADDR is shared: the test cannot kill its connections")
+	}
+	s := setup{node: node}
+	raw := s.raw(t)
+	name := lockName(t)
+	holder := s.client(t).Mutex(name)
+	hctx, err := holder.Lock(t.Context())
+	require.NoError(t, err)
+
+	waiter := s.client(t).Mutex(name)
+	acquired := make(chan time.Time, 1)
+	got := make(chan error, 1)
+	go func() {
+		ctx, err := waiter.Lock(t.Context())
+		acquired <- time.Now()
+		if err == nil {
+			err = waiter.Unlock(ctx)
+		}
+		got <- err
+	}()
+	channel := "rlock:{" + name + "}:unlock"
+	require.Eventually(t, func() bool {
+		res, err := raw.Do(t.Context(), raw.B().PubsubNumsub().Channel(channel).Build()).AsIntMap()
+		return err == nil && res[channel] == 1
+	}, 5*time.Second, 10*time.Millisecond, "the waiter subscribes")
+
+	killed := killSubscribers(t, s)
+	require.NotZero(t, killed, "the waiter's subscribed connection was found and killed")
+	start := time.Now()
+	require.NoError(t, holder.Unlock(hctx))
+	select {
+	case at := <-acquired:
+		require.NoError(t, <-got)
+		t.Logf("acquired %v after the unlock whose message was lost", at.Sub(start))
+		assert.Less(t, at.Sub(start), 10*time.Second, "the waiter got the lock long before the 30 s lease")
+	case <-time.After(20 * time.Second):
+		t.Fatal("a lost wake-up left the waiter asleep")
+	}
+	assertNoSubscribers(t, raw, name)
+}
+
+// killSubscribers kills every connection that has a channel subscription
+// and returns how many it killed.
+func killSubscribers(t *testing.T, s setup) int {
+	t.Helper()
+	raw := s.raw(t)
+	list, err := raw.Do(t.Context(), raw.B().ClientList().Build()).ToString()
+	require.NoError(t, err)
+	killed := 0
+	for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
+		fields := map[string]string{}
+		for _, f := range strings.Fields(line) {
+			k, v, _ := strings.Cut(f, "=")
+			fields[k] = v
+		}
+		if fields["sub"] == "0" && fields["ssub"] == "0" {
+			continue
+		}
+		id, err := strconv.ParseInt(fields["id"], 10, 64)
+		require.NoError(t, err)
+		require.NoError(t, raw.Do(t.Context(), raw.B().ClientKill().Id(id).Build()).Error())
+		killed++
+	}
+	return killed
+}
