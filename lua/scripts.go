@@ -1,7 +1,9 @@
 package lua
 
 import (
+	"crypto/sha1"
 	_ "embed"
+	"encoding/hex"
 
 	"github.com/redis/rueidis"
 )
@@ -19,6 +21,22 @@ var (
 
 // Acquire takes or re-enters a lock; see acquire.lua for KEYS, ARGV and reply.
 var Acquire = rueidis.NewLuaScript(acquireSrc)
+
+// AcquireSource is acquire.lua for callers that must send it in a pipeline
+// of their own rather than through Acquire.Exec: the replica-acknowledged
+// acquire sends it and WAIT down one connection.
+var AcquireSource = newSource(acquireSrc)
+
+// Source is a script's text and the SHA1 that EVALSHA names it by.
+type Source struct {
+	Text string
+	SHA1 string
+}
+
+func newSource(text string) Source {
+	sum := sha1.Sum([]byte(text))
+	return Source{Text: text, SHA1: hex.EncodeToString(sum[:])}
+}
 
 // Release leaves one level of a lock; see release.lua.
 var Release = rueidis.NewLuaScript(releaseSrc)

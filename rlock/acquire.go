@@ -88,7 +88,7 @@ func (m *Mutex) request(ctx context.Context, id holdID, lease time.Duration) (gr
 	}
 	req.keys = []string{m.keys.Hash, m.keys.Token, m.keys.Latch(uuid.NewString())}
 	req.args = []string{id.field, millis(req.lease), millis(m.c.latchLife())}
-	reply, sent, err := m.c.run(ctx, lua.Acquire, req.keys, req.args)
+	reply, sent, err := m.sendAcquire(ctx, req)
 	if err != nil {
 		return grant{}, req, err
 	}

@@ -18,6 +18,11 @@ var (
 	// calls that were waiting when Close ran.
 	ErrClosed = errors.New("rlock: client closed")
 
+	// ErrNotReplicated is returned, with WithReplicaAck, by an acquire that
+	// fewer replicas acknowledged in time than asked; the lock was given
+	// back.
+	ErrNotReplicated = errors.New("rlock: acquire not acknowledged by replicas")
+
 	// ErrNilClient is returned for a nil rueidis client, or a Mutex or Client
 	// that was never built by New.
 	ErrNilClient = errors.New("rlock: nil client")

@@ -36,6 +36,9 @@ type config struct {
 	prefix       string
 	logger       *slog.Logger
 	retryTimeout time.Duration
+
+	replicas       int           // WithReplicaAck: replicas that must acknowledge an acquire
+	replicaTimeout time.Duration // how long WAIT waits for them
 }
 
 func defaultConfig() config {

@@ -2,6 +2,7 @@ package rlock
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -14,24 +15,32 @@ import (
 const resendBackoff = 20 * time.Millisecond
 
 // run executes script and returns its integer-array reply and when the
-// request was first sent. A request that failed in transit, or that Redis
-// refused for a passing reason (BUSY, LOADING, TRYAGAIN, ...), is resent
-// until ctx is done: callers use it only for scripts that are safe to resend,
-// idempotent or latched by request id.
+// request was first sent, resending it as resend does: callers use it only
+// for scripts that are safe to resend, idempotent or latched by request id.
 func (c *Client) run(ctx context.Context, script *rueidis.Lua, keys, args []string) ([]int64, time.Time, error) {
+	return resend(ctx, c, keys[0], func(ctx context.Context) ([]int64, error) {
+		return script.Exec(ctx, c.rc, keys, args).AsIntSlice()
+	})
+}
+
+// resend runs send and returns its result and when it was first sent. A
+// request that failed in transit, or that Redis refused for a passing reason
+// (BUSY, LOADING, TRYAGAIN, ...), is sent again until ctx is done; key only
+// names the request in logs.
+func resend[T any](ctx context.Context, c *Client, key string, send func(context.Context) (T, error)) (T, time.Time, error) {
 	sent := time.Now()
 	timer := time.NewTimer(resendBackoff)
 	defer timer.Stop()
 	for {
-		reply, err := script.Exec(ctx, c.rc, keys, args).AsIntSlice()
+		reply, err := send(ctx)
 		if err == nil || !resendable(err) || ctx.Err() != nil {
 			return reply, sent, err
 		}
-		c.cfg.logger.Debug("rlock: resending request", "key", keys[0], "err", err)
+		c.cfg.logger.Debug("rlock: resending request", "key", key, "err", err)
 		timer.Reset(resendBackoff)
 		select {
 		case <-ctx.Done():
-			return nil, sent, err
+			return reply, sent, err
 		case <-timer.C:
 		}
 	}
@@ -58,8 +67,12 @@ func resendable(err error) bool {
 }
 
 // inTransit reports whether err leaves a request's outcome unknown: it may
-// have run in Redis although no reply came back.
+// have run in Redis although no reply came back. An acquire that too few
+// replicas acknowledged has a known outcome: its level was given back.
 func inTransit(err error) bool {
+	if errors.Is(err, ErrNotReplicated) {
+		return false
+	}
 	_, replied := rueidis.IsRedisErr(err)
 	return !replied
 }
