@@ -7,13 +7,16 @@
 -- ARGV[i+1] owner field of hold i
 --
 -- Reply: an array with one entry per key: 1 if the owner still held it and
--- its lease was set again, 0 if the lock is gone or held by someone else.
+-- its lease was set again, 0 if the lock is gone, held by someone else, or
+-- the key is not a lock hash any more.
 --
 -- Owner-checked and so idempotent: safe to resend after a lost reply.
 local lease = ARGV[1]
 local out = {}
 for i = 1, #KEYS do
-    if redis.call('hexists', KEYS[i], ARGV[i + 1]) == 1 then
+    -- pcall: a key that is no longer a hash (someone overwrote the lock)
+    -- answers WRONGTYPE, which means lost for that hold, not a failed batch.
+    if redis.pcall('hexists', KEYS[i], ARGV[i + 1]) == 1 then
         redis.call('pexpire', KEYS[i], lease)
         out[i] = 1
     else

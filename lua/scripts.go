@@ -46,3 +46,7 @@ var ForceRelease = rueidis.NewLuaScript(forceReleaseSrc)
 
 // Renew extends the leases of a batch of holds in one Cluster slot; see renew.lua.
 var Renew = rueidis.NewLuaScriptRetryable(renewSrc)
+
+// RenewSource is renew.lua for the watchdog, which pipelines many batches
+// itself: EVALSHA first, EVAL only for batches answered NOSCRIPT.
+var RenewSource = newSource(renewSrc)

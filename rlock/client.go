@@ -102,11 +102,14 @@ func (c *Client) Close() error {
 	c.holds = nil
 	c.mu.Unlock()
 
+	// The watchdog stops first: that cuts short a renewal round in flight,
+	// which finishing a hold in it would otherwise wait for.
+	err := c.dog.Close()
 	cause := fmt.Errorf("%w: %w", ErrLockLost, ErrClosed)
 	for _, h := range holds {
 		h.finish(cause)
 	}
-	return errors.Join(c.dog.Close(), c.subs.Close())
+	return errors.Join(err, c.subs.Close())
 }
 
 // usable reports ErrClosed once Close has begun.

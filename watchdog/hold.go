@@ -21,10 +21,10 @@ type Hold struct {
 	// Bookkeeping of the Watchdog the hold was added to, guarded by its mu.
 	w          *Watchdog
 	phase      phase
-	pending    pending // the callback the last round's reply calls for
-	slot       uint16  // Cluster slot of Key; 0 outside a Cluster
-	due        int64   // wheel tick at which the next renewal is sent
-	prev, next *Hold   // neighbours in its wheel slot
+	pending    callback // the callback the last round's reply calls for
+	slot       uint16   // Cluster slot of Key; 0 outside a Cluster
+	due        int64    // wheel tick at which the next renewal is sent
+	prev, next *Hold    // neighbours in its wheel slot
 }
 
 // phase is where a hold is in its life.
@@ -37,11 +37,11 @@ const (
 	gone                 // removed, lost, or dropped by Close
 )
 
-// pending names the callback that a round has decided on and not yet run.
-type pending uint8
+// callback names the callback that a round has decided on and not yet run.
+type callback uint8
 
 const (
-	noCall pending = iota
+	noCall callback = iota
 	callRenewed
 	callLost
 )

@@ -21,13 +21,24 @@ import (
 
 func TestMain(m *testing.M) { redistest.Main(m) }
 
-// start returns a Watchdog on rc, closed when t ends.
+// start returns a Watchdog on rc, closed when t ends. A nil log logs to t.
 func start(t *testing.T, rc rueidis.Client, lease time.Duration, log *slog.Logger) *watchdog.Watchdog {
 	t.Helper()
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(testWriter{t}, nil))
+	}
 	w, err := watchdog.New(rc, watchdog.Config{Lease: lease, Logger: log})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, w.Close()) })
 	return w
+}
+
+// testWriter writes to t's log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
 }
 
 // recorder counts the callbacks of the holds it makes.

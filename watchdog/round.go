@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
-
-	"github.com/rlock/rlock/lua"
 )
 
 // round is the working memory of one renewal round. The watchdog goroutine
@@ -42,7 +40,7 @@ func (w *Watchdog) renew(ctx context.Context, now time.Time) {
 	r.batch(w.cluster, w.lease)
 	sent := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, w.period)
-	replies := lua.Renew.ExecMulti(rctx, w.rc, r.execs...)
+	replies := w.send(rctx, r.execs)
 	cancel()
 
 	w.settle(ctx, r, replies, sent)

@@ -53,7 +53,7 @@ func TestAddRejectsNilAndSecondAdd(t *testing.T) {
 
 func TestCloseDropsHoldsAndRefusesAdd(t *testing.T) {
 	rc := redistest.Shared(t).Client(t)
-	const lease = 300 * time.Millisecond
+	const lease = 600 * time.Millisecond
 	rec := newRecorder()
 	holds := rec.holds(t, 20)
 	lock(t, rc, time.Minute, holds...)
@@ -85,7 +85,7 @@ func TestRemoveIsSynchronous(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(rc.Close)
 	const (
-		lease = 600 * time.Millisecond
+		lease = 900 * time.Millisecond
 		delay = 30 * time.Millisecond // each way
 		n     = 200
 	)
@@ -116,7 +116,7 @@ func TestRemoveIsSynchronous(t *testing.T) {
 	require.Eventually(t, func() bool { return renewed.Load() >= 2*n },
 		5*time.Second, 5*time.Millisecond, "every hold renewed twice")
 
-	// Remove the holds from several goroutines over a period or so, so
+	// Remove the holds from several goroutines over one and a half periods, so
 	// that many removals meet a round in flight.
 	var (
 		wg     sync.WaitGroup
@@ -131,7 +131,7 @@ func TestRemoveIsSynchronous(t *testing.T) {
 				if time.Since(began) >= delay {
 					waited.Add(1)
 				}
-				time.Sleep(lease / 150)
+				time.Sleep(lease / 100)
 			}
 		})
 	}
@@ -148,7 +148,7 @@ func TestRemoveIsSynchronous(t *testing.T) {
 
 func TestRemoveFromCallbacks(t *testing.T) {
 	rc := redistest.Shared(t).Client(t)
-	const lease = 300 * time.Millisecond
+	const lease = 600 * time.Millisecond
 	w := start(t, rc, lease, nil)
 
 	// selfRenewed removes itself from Renewed, lost removes itself from
