@@ -181,7 +181,7 @@ func testUnlockByNonOwner(t *testing.T, s setup) {
 
 	// An owner of another lock, and a context with no owner at all.
 	other := s.client(t)
-	octx, err := other.Mutex(name+":other").Lock(t.Context())
+	octx, err := other.Mutex(name + ":other").Lock(t.Context())
 	require.NoError(t, err)
 	assert.ErrorIs(t, other.Mutex(name).Unlock(octx), rlock.ErrNotHeld)
 	assert.ErrorIs(t, other.Mutex(name).Unlock(t.Context()), rlock.ErrNotHeld)

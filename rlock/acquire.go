@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/google/uuid"
@@ -156,13 +157,33 @@ func parseGrant(reply []int64, sent time.Time) (grant, error) {
 	case len(reply) == 3 && reply[0] == 1 && reply[1] > 0:
 		return grant{acquired: true, token: reply[2], sent: sent}, nil
 	case len(reply) == 2 && reply[0] == 0:
-		return grant{pttl: time.Duration(reply[1]) * time.Millisecond, sent: sent}, nil
+		return grant{pttl: fromMillis(reply[1]), sent: sent}, nil
 	}
 	return grant{}, fmt.Errorf("rlock: unexpected acquire reply %v", reply)
 }
 
+// fromMillis converts a PTTL in ms to a Duration, saturating where a
+// Duration overflows: a key may be set to expire centuries away (EXPIREAT
+// in the year 5000), and a waiter must then sleep long, not spin on a
+// wrapped-around negative PTTL.
+func fromMillis(ms int64) time.Duration {
+	const limit = math.MaxInt64 / int64(time.Millisecond)
+	switch {
+	case ms > limit:
+		return math.MaxInt64
+	case ms < -limit:
+		return math.MinInt64
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
 // latchLife is how long Redis keeps the reply to one request: longer than
-// any resend of it.
+// any resend of it (an acquire's and its settling's, two retry timeouts).
+// A retry timeout so long that this overflows keeps latches for as long as
+// a Duration lasts.
 func (c *Client) latchLife() time.Duration {
+	if c.cfg.retryTimeout > (math.MaxInt64-time.Second)/2 {
+		return math.MaxInt64
+	}
 	return 2*c.cfg.retryTimeout + time.Second
 }

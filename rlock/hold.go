@@ -138,8 +138,13 @@ func (h *hold) expired() {
 	h.finish(errDeadlinePassed)
 }
 
-// finish ends h once: no renewal is sent for it any more, the Client forgets
-// it, and every context bound to it is done with cause.
+// finish ends h once: the Client forgets it, every context bound to it is
+// done with cause, and no renewal is sent for it any more.
+//
+// The contexts end before the watchdog lets go: Remove waits for a renewal
+// round in flight, up to a third of the lease, and a holder whose deadline
+// passed must learn of it then, not a round later, when another owner may
+// already hold the lock.
 func (h *hold) finish(cause error) {
 	h.mu.Lock()
 	if h.ended {
@@ -153,11 +158,11 @@ func (h *hold) finish(cause error) {
 	watched := h.watched
 	h.mu.Unlock()
 
+	h.c.forget(h)
+	h.life.end(cause)
 	if watched != nil {
 		h.c.dog.Remove(watched)
 	}
-	h.c.forget(h)
-	h.life.end(cause)
 }
 
 // drift is the allowance for clock-rate differences between this process and

@@ -3,6 +3,7 @@ package rlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -25,17 +26,23 @@ func (c *Client) run(ctx context.Context, script *rueidis.Lua, keys, args []stri
 
 // resend runs send and returns its result and when it was first sent. A
 // request that failed in transit, or that Redis refused for a passing reason
-// (BUSY, LOADING, TRYAGAIN, ...), is sent again until ctx is done; key only
-// names the request in logs.
+// (BUSY, LOADING, TRYAGAIN, ...), is sent again until ctx is done; then the
+// error names the last refusal too, so that a retry timeout running out
+// does not hide why. key only names the request in logs.
 func resend[T any](ctx context.Context, c *Client, key string, send func(context.Context) (T, error)) (T, time.Time, error) {
 	sent := time.Now()
 	timer := time.NewTimer(resendBackoff)
 	defer timer.Stop()
+	var last error
 	for {
 		reply, err := send(ctx)
 		if err == nil || !resendable(err) || ctx.Err() != nil {
+			if err != nil && last != nil && ctx.Err() != nil {
+				err = fmt.Errorf("%w (after %w)", err, last)
+			}
 			return reply, sent, err
 		}
+		last = err
 		c.cfg.logger.Debug("rlock: resending request", "key", key, "err", err)
 		timer.Reset(resendBackoff)
 		select {

@@ -78,10 +78,16 @@ func (m *Mutex) release(ctx context.Context, field string, lease time.Duration) 
 	if err != nil {
 		return 0, sent, fmt.Errorf("rlock: release: %w", err)
 	}
+	result, err := parseRelease(reply)
+	return result, sent, err
+}
+
+// parseRelease reads the release script's reply: {outcome, count}.
+func parseRelease(reply []int64) (released, error) {
 	if len(reply) != 2 || reply[0] < int64(notHeld) || reply[0] > int64(freed) {
-		return 0, sent, fmt.Errorf("rlock: unexpected release reply %v", reply)
+		return 0, fmt.Errorf("rlock: unexpected release reply %v", reply)
 	}
-	return released(reply[0]), sent, nil
+	return released(reply[0]), nil
 }
 
 // ForceUnlock deletes the lock whoever holds it and wakes a waiter. It

@@ -1,0 +1,55 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlock/rlock/rlock"
+)
+
+// TestFaultScriptFlush empties Redis's script cache between operations, as
+// an operator's SCRIPT FLUSH, or a failover to a replica that never ran the
+// scripts, would: every EVALSHA that follows meets NOSCRIPT, and rlock's
+// scripts must fall back to EVAL (rueidis.Lua does) for acquire, re-entry,
+// renewal and release alike.
+func TestFaultScriptFlush(t *testing.T) {
+	node := faultNode(t)
+	raw := node.Client(t)
+	mu := faultClient(t, node.Client(t), rlock.WithLeaseTime(watchdogLease)).Mutex(lockName(t))
+	flush := func() {
+		t.Helper()
+		require.NoError(t, raw.Do(t.Context(), raw.B().ScriptFlush().Build()).Error())
+	}
+
+	outer, err := mu.Lock(t.Context())
+	require.NoError(t, err)
+	flush()
+	inner, err := mu.Lock(outer)
+	require.NoError(t, err, "re-entry after SCRIPT FLUSH")
+	assertHoldCount(t, outer, mu, 2)
+
+	flush()
+	time.Sleep(2 * watchdogLease / 3) // two renewals, the first after the flush
+	require.NoError(t, outer.Err(), "renewal after SCRIPT FLUSH keeps the lock")
+	lease, err := mu.RemainingLease(outer)
+	require.NoError(t, err)
+	assert.Greater(t, lease, watchdogLease/2, "the watchdog renewed the lease after the flush")
+
+	flush()
+	require.NoError(t, mu.Unlock(inner), "Unlock after SCRIPT FLUSH")
+	assertHoldCount(t, outer, mu, 1)
+	flush()
+	require.NoError(t, mu.Unlock(outer), "final Unlock after SCRIPT FLUSH")
+	assert.ErrorIs(t, outer.Err(), context.Canceled, "the final Unlock ends the lock context")
+
+	flush()
+	again, err := mu.Lock(t.Context())
+	require.NoError(t, err, "Lock again after SCRIPT FLUSH")
+	require.NoError(t, mu.Unlock(again))
+	assert.False(t, keyExists(t, raw, lockHash(lockName(t))), "the lock is free")
+	assert.Positive(t, errorReplies(t, raw, "NOSCRIPT"), "the flushes made Redis answer NOSCRIPT")
+}
