@@ -31,6 +31,7 @@ type multiHold struct {
 	parts     []*hold // by node; nil where the node holds no part
 	ended     bool
 	unlocking int            // Unlock calls under way: no part is retaken meanwhile
+	poke      chan struct{}  // closed when an Unlock begins, to stop retaking
 	retaking  sync.WaitGroup // parts being taken again
 }
 
@@ -46,7 +47,7 @@ func (ml *MultiLock) hold(ctx context.Context, o *owner, lease time.Duration, pa
 		}
 		return ctx
 	}
-	mh := &multiHold{ml: ml, o: o, lease: lease, parts: make([]*hold, len(parts)), life: newLifetime()}
+	mh := &multiHold{ml: ml, o: o, lease: lease, parts: make([]*hold, len(parts)), life: newLifetime(), poke: make(chan struct{})}
 	for i, h := range parts {
 		if h != nil {
 			mh.setPart(i, h)
@@ -67,8 +68,8 @@ func (mh *multiHold) setPart(i int, h *hold) {
 }
 
 // partEnded reacts to the end of node i's part h. An Unlock's end is no
-// loss. A lost part is taken again when the watchdogs renew this hold, and
-// the hold ends once fewer parts than the quorum remain.
+// loss. The hold ends once fewer parts than the quorum remain; otherwise,
+// when the watchdogs renew this hold, the lost part is taken again.
 func (mh *multiHold) partEnded(i int, h *hold) {
 	if !errors.Is(context.Cause(h.life), ErrLockLost) {
 		return
@@ -84,29 +85,63 @@ func (mh *multiHold) partEnded(i int, h *hold) {
 		mh.retaking.Add(1)
 	}
 	mh.mu.Unlock()
+	mh.checkQuorum()
 	if retake {
 		mh.retake(i)
 		mh.retaking.Done()
 	}
-	mh.checkQuorum()
 }
 
-// retake takes node i's part again, within the node timeout.
+// retake takes node i's part again, at once and then every renewal period
+// (a node restarted empty may not answer yet), until it has it, an Unlock
+// begins, the hold ends, or the node's Client is closed.
 func (mh *multiHold) retake(i int) {
+	period := mh.ml.mutexes[i].c.cfg.lease / 3
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		mh.mu.Lock()
+		stop, poke := mh.ended || mh.unlocking > 0, mh.poke
+		mh.mu.Unlock()
+		if stop {
+			return
+		}
+		select {
+		case <-timer.C:
+		case <-poke:
+			return
+		case <-mh.life.Done():
+			return
+		}
+		if mh.retakeOnce(i) {
+			return
+		}
+		timer.Reset(period)
+	}
+}
+
+// retakeOnce tries once, within the node timeout, to take node i's part
+// again, and reports whether to stop trying: it has the part, or the node's
+// Client is closed.
+func (mh *multiHold) retakeOnce(i int) bool {
 	m := mh.ml.mutexes[i]
+	if m.c.usable() != nil {
+		return true
+	}
 	id := holdID{key: m.keys.Hash, field: m.c.field(mh.o)}
 	ctx, cancel := context.WithTimeout(context.Background(), nodeTimeout(0, m))
 	defer cancel()
 	g, _, err := m.request(ctx, id, 0)
 	if err != nil || !g.acquired {
-		m.c.cfg.logger.Warn("rlock: multilock could not take a lost part again", "key", m.keys.Hash, "err", err)
-		return
+		m.c.cfg.logger.Debug("rlock: multilock could not take a lost part again yet", "key", m.keys.Hash, "err", err)
+		return false
 	}
 	h, err := m.keep(ctx, id, 0, g)
 	if err != nil {
-		return
+		return errors.Is(err, ErrClosed)
 	}
 	mh.setPart(i, h)
+	return true
 }
 
 // checkQuorum ends the hold once fewer parts than the quorum are held; the
@@ -140,6 +175,8 @@ func (mh *multiHold) checkQuorum() {
 func (mh *multiHold) beginUnlock() []bool {
 	mh.mu.Lock()
 	mh.unlocking++
+	close(mh.poke)
+	mh.poke = make(chan struct{})
 	mh.mu.Unlock()
 	mh.retaking.Wait()
 	mh.mu.Lock()

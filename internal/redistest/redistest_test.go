@@ -27,9 +27,12 @@ func TestBackends(t *testing.T) {
 			require.NoError(t, n.Kill(ctx))
 			require.Error(t, ping(ctx, n.Addr()), "a killed node answers nothing")
 			require.NoError(t, n.Restart(ctx))
-			require.Eventually(t, func() bool {
-				return rueidis.IsRedisNil(rc.Do(ctx, rc.B().Get().Key("k").Build()).Error())
-			}, 10*time.Second, 50*time.Millisecond, "a restarted node is empty, at the same address")
+			// A fresh client: the test is of the node, not of rueidis
+			// reconnecting (whose pooled commands race under -race after a
+			// killed connection, inside rueidis v1.0.79).
+			rc = n.Client(t)
+			require.True(t, rueidis.IsRedisNil(rc.Do(ctx, rc.B().Get().Key("k").Build()).Error()),
+				"a restarted node is empty, at the same address")
 
 			require.NoError(t, n.Pause(ctx))
 			pctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
