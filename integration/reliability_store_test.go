@@ -1,0 +1,96 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/redis/rueidis"
+)
+
+// fencedWrite is the downstream store's guard: it accepts a write only if
+// its fencing token is higher than any it has seen, so a holder whose lock
+// was lost (and has been handed on, with a higher token) is turned away.
+//
+// KEYS[1] the highest token accepted so far
+// KEYS[2] the log of accepted writes, oldest first: "<token> <writer>"
+// ARGV[1] the writer's fencing token
+// ARGV[2] the writer (its lock owner)
+//
+// Reply: 1 accepted, 0 rejected.
+var fencedWrite = rueidis.NewLuaScript(`
+local seen = tonumber(redis.call('get', KEYS[1]) or '0')
+if tonumber(ARGV[1]) <= seen then
+    return 0
+end
+redis.call('set', KEYS[1], ARGV[1])
+redis.call('rpush', KEYS[2], ARGV[1] .. ' ' .. ARGV[2])
+return 1
+`)
+
+// Keys of the store node, which serves one run only.
+const (
+	storeMaxKey  = "fenced:max"
+	storeLogKey  = "fenced:log"
+	storeCounter = "counter"
+)
+
+// fencedStore is the Redis node, separate from the lock's, that plays the
+// resource the lock protects: the fenced writes and the counter.
+type fencedStore struct{ rc rueidis.Client }
+
+// fencedEntry is one write the store accepted.
+type fencedEntry struct {
+	token int64
+	owner string
+}
+
+// write offers a write with token and reports whether the store took it.
+func (s fencedStore) write(ctx context.Context, token int64, owner string) (bool, error) {
+	n, err := fencedWrite.Exec(ctx, s.rc, []string{storeMaxKey, storeLogKey},
+		[]string{strconv.FormatInt(token, 10), owner}).AsInt64()
+	return n == 1, err
+}
+
+// maxToken is the highest token the store has accepted.
+func (s fencedStore) maxToken(ctx context.Context) (int64, error) {
+	n, err := s.rc.Do(ctx, s.rc.B().Get().Key(storeMaxKey).Build()).AsInt64()
+	if rueidis.IsRedisNil(err) {
+		return 0, nil
+	}
+	return n, err
+}
+
+// counter reads the counter; an absent counter is 0.
+func (s fencedStore) counter(ctx context.Context) (int64, error) {
+	n, err := s.rc.Do(ctx, s.rc.B().Get().Key(storeCounter).Build()).AsInt64()
+	if rueidis.IsRedisNil(err) {
+		return 0, nil
+	}
+	return n, err
+}
+
+// setCounter writes the counter.
+func (s fencedStore) setCounter(ctx context.Context, n int64) error {
+	return s.rc.Do(ctx, s.rc.B().Set().Key(storeCounter).Value(strconv.FormatInt(n, 10)).Build()).Error()
+}
+
+// state reads the accepted writes and the counter at the end of a run.
+func (s fencedStore) state(ctx context.Context) (storeState, error) {
+	lines, err := s.rc.Do(ctx, s.rc.B().Lrange().Key(storeLogKey).Start(0).Stop(-1).Build()).AsStrSlice()
+	if err != nil {
+		return storeState{}, err
+	}
+	st := storeState{log: make([]fencedEntry, 0, len(lines))}
+	for _, line := range lines {
+		tok, owner, _ := strings.Cut(line, " ")
+		n, err := strconv.ParseInt(tok, 10, 64)
+		if err != nil {
+			return storeState{}, fmt.Errorf("fenced log entry %q: %w", line, err)
+		}
+		st.log = append(st.log, fencedEntry{token: n, owner: owner})
+	}
+	st.counter, err = s.counter(ctx)
+	return st, err
+}
