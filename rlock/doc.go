@@ -39,6 +39,16 @@
 // done no later than the moment another owner could take the lock. For
 // writes that must never come from a stale holder, use FencingToken.
 //
+// That promise holds while Redis keeps what it acknowledged. A Redis that
+// restarts empty (no persistence) sooner than one lease after a crash, or a
+// failover to a replica that had not received the lock, frees the lock at
+// once, and the old holder learns of it only at its next renewal, up to a
+// third of the lease later. Restart Redis no sooner than one lease after it
+// stopped, or run it with appendfsync always; against failovers, use
+// WithReplicaAck. Fencing tokens keep increasing across an empty restart
+// (the counter is re-seeded from the server clock), so a fenced store still
+// turns the old holder away.
+//
 // # Waiting
 //
 // A waiter subscribes to the lock's unlock channel and sleeps until an unlock
