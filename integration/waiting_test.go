@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlock/rlock/internal/redistest"
+	"github.com/rlock/rlock/rlock"
 )
 
 // handoffBound is how soon a waiter must hold a lock after its holder's
@@ -38,16 +39,7 @@ func testHandoff(t *testing.T, s setup) {
 	for round := range 5 {
 		hctx, err := holder.Lock(t.Context())
 		require.NoError(t, err)
-		acquired := make(chan time.Time, 1)
-		got := make(chan error, 1)
-		go func() {
-			ctx, err := waiter.Lock(t.Context())
-			acquired <- time.Now()
-			if err == nil {
-				err = waiter.Unlock(ctx)
-			}
-			got <- err
-		}()
+		acquired, got := lockInBackground(t, waiter)
 		time.Sleep(50 * time.Millisecond) // let the waiter block
 		start := time.Now()
 		require.NoError(t, holder.Unlock(hctx))
@@ -162,17 +154,7 @@ func TestWaitingSurvivesLostWakeup(t *testing.T) {
 	hctx, err := holder.Lock(t.Context())
 	require.NoError(t, err)
 
-	waiter := s.client(t).Mutex(name)
-	acquired := make(chan time.Time, 1)
-	got := make(chan error, 1)
-	go func() {
-		ctx, err := waiter.Lock(t.Context())
-		acquired <- time.Now()
-		if err == nil {
-			err = waiter.Unlock(ctx)
-		}
-		got <- err
-	}()
+	acquired, got := lockInBackground(t, s.client(t).Mutex(name))
 	channel := "rlock:{" + name + "}:unlock"
 	require.Eventually(t, func() bool {
 		res, err := raw.Do(t.Context(), raw.B().PubsubNumsub().Channel(channel).Build()).AsIntMap()
@@ -217,4 +199,20 @@ func killSubscribers(t *testing.T, s setup) int {
 		killed++
 	}
 	return killed
+}
+
+// lockInBackground locks mu on a goroutine of its own, sends when Lock
+// returned, unlocks at once, and sends Lock's or Unlock's error.
+func lockInBackground(t *testing.T, mu *rlock.Mutex) (<-chan time.Time, <-chan error) {
+	acquired := make(chan time.Time, 1)
+	got := make(chan error, 1)
+	go func() {
+		ctx, err := mu.Lock(t.Context())
+		acquired <- time.Now()
+		if err == nil {
+			err = mu.Unlock(ctx)
+		}
+		got <- err
+	}()
+	return acquired, got
 }

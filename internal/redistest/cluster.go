@@ -130,26 +130,13 @@ func (c *Cluster) Nodes() []*Node {
 func (c *Cluster) NewClient() (rueidis.Client, error) {
 	opt := ClientOption(c.nodes[0].Addr())
 	opt.InitAddress = c.Addrs()
-	rc, err := rueidis.NewClient(opt)
-	if err != nil {
-		return nil, fmt.Errorf("redistest: cluster client: %w", err)
-	}
-	if mode := rc.Mode(); mode != rueidis.ClientModeCluster {
-		rc.Close()
-		return nil, fmt.Errorf("redistest: client of the cluster is in %s mode", mode)
-	}
-	return rc, nil
+	return newModeClient(opt, rueidis.ClientModeCluster, "cluster")
 }
 
 // Client returns a rueidis cluster client, closed when t ends.
 func (c *Cluster) Client(t testing.TB) rueidis.Client {
 	t.Helper()
-	rc, err := c.NewClient()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rc.Close)
-	return rc
+	return testClient(t, c.NewClient)
 }
 
 // Close stops every node.

@@ -16,9 +16,6 @@ import (
 // or to settle after a change, on a machine busy with other tests.
 const settleTimeout = time.Minute
 
-// pollInterval is how often poll checks again.
-const pollInterval = 50 * time.Millisecond
-
 // replicationArgs are the redis-server arguments of the data nodes of a
 // Cluster or a Sentinel. A replica syncs at once, not after the 5 s a
 // master waits by default for more replicas to share the transfer; and a
@@ -65,29 +62,6 @@ func adminClient(addr string) (rueidis.Client, error) {
 	opt.DisableCache = true
 	opt.DisableRetry = true
 	return rueidis.NewClient(opt)
-}
-
-// poll calls check until it returns nil. Once ctx is done it fails with
-// ctx's error and the last reason check gave.
-func poll(ctx context.Context, check func(context.Context) error) error {
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	var last error
-	for {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("redistest: %w (last: %v)", ctx.Err(), last)
-		case <-timer.C:
-		}
-		err := check(ctx)
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() == nil {
-			last = err // an error caused by ctx itself says nothing new
-		}
-		timer.Reset(pollInterval)
-	}
 }
 
 // linkUp reports why the replica behind rc is not yet in sync with its

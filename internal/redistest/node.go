@@ -74,18 +74,43 @@ func (n *Node) Controllable() bool { return n.backend != External }
 
 // NewClient returns a rueidis client of the server; the caller closes it.
 func (n *Node) NewClient() (rueidis.Client, error) {
-	return rueidis.NewClient(ClientOption(n.Addr()))
+	rc, err := rueidis.NewClient(ClientOption(n.Addr()))
+	if err != nil {
+		return nil, fmt.Errorf("client of %s: %w", n.Addr(), err)
+	}
+	return rc, nil
 }
 
 // Client returns a rueidis client of the server, closed when t ends.
 func (n *Node) Client(t testing.TB) rueidis.Client {
 	t.Helper()
-	rc, err := n.NewClient()
+	return testClient(t, n.NewClient)
+}
+
+// testClient returns the client newClient makes, closed when t ends; it
+// fails t when there is none.
+func testClient(t testing.TB, newClient func() (rueidis.Client, error)) rueidis.Client {
+	t.Helper()
+	rc, err := newClient()
 	if err != nil {
-		t.Fatalf("redistest: client of %s: %v", n.Addr(), err)
+		t.Fatalf("redistest: %v", err)
 	}
 	t.Cleanup(rc.Close)
 	return rc
+}
+
+// newModeClient returns a rueidis client made with opt, checking that it
+// speaks to what of the deployment in mode.
+func newModeClient(opt rueidis.ClientOption, mode rueidis.ClientMode, what string) (rueidis.Client, error) {
+	rc, err := rueidis.NewClient(opt)
+	if err != nil {
+		return nil, fmt.Errorf("%s client: %w", what, err)
+	}
+	if got := rc.Mode(); got != mode {
+		rc.Close()
+		return nil, fmt.Errorf("client of the %s is in %s mode", what, got)
+	}
+	return rc, nil
 }
 
 // ClientOption is how the harness connects to a server at addr: tuned so

@@ -9,23 +9,39 @@ import (
 	"time"
 )
 
+// pollInterval is how often poll checks again.
+const pollInterval = 20 * time.Millisecond
+
 // waitReady waits until the Redis at addr answers PING, or ctx is done.
 func waitReady(ctx context.Context, addr string) error {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
+	if err := poll(ctx, func(ctx context.Context) error { return ping(ctx, addr) }); err != nil {
+		return fmt.Errorf("redis at %s not ready: %w", addr, err)
+	}
+	return nil
+}
+
+// poll calls check until it returns nil. Once ctx is done it fails with
+// ctx's error and the last reason check gave.
+func poll(ctx context.Context, check func(context.Context) error) error {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	var last error
 	for {
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("redistest: redis at %s not ready: %w (last: %v)", addr, ctx.Err(), last)
+			return fmt.Errorf("redistest: %w (last: %v)", ctx.Err(), last)
 		case <-timer.C:
 		}
-		if last = ping(ctx, addr); last == nil {
+		err := check(ctx)
+		if err == nil {
 			return nil
 		}
-		timer.Reset(20 * time.Millisecond)
+		if ctx.Err() == nil {
+			last = err // an error caused by ctx itself says nothing new
+		}
+		timer.Reset(pollInterval)
 	}
 }
 

@@ -157,26 +157,13 @@ func (s *Sentinel) NewClient() (rueidis.Client, error) {
 	opt := ClientOption(s.sentinels[0].Addr())
 	opt.InitAddress = s.SentinelAddrs()
 	opt.Sentinel = rueidis.SentinelOption{MasterSet: masterName, TopologyRefreshInterval: sentinelRefresh}
-	rc, err := rueidis.NewClient(opt)
-	if err != nil {
-		return nil, fmt.Errorf("redistest: sentinel client: %w", err)
-	}
-	if mode := rc.Mode(); mode != rueidis.ClientModeSentinel {
-		rc.Close()
-		return nil, fmt.Errorf("redistest: client of the sentinels is in %s mode", mode)
-	}
-	return rc, nil
+	return newModeClient(opt, rueidis.ClientModeSentinel, "sentinel")
 }
 
 // Client returns a rueidis sentinel client, closed when t ends.
 func (s *Sentinel) Client(t testing.TB) rueidis.Client {
 	t.Helper()
-	rc, err := s.NewClient()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rc.Close)
-	return rc
+	return testClient(t, s.NewClient)
 }
 
 // Failover has a sentinel promote the replica (SENTINEL FAILOVER) and
