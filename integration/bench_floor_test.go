@@ -1,0 +1,106 @@
+package integration
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	goredislib "github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlock/rlock/internal/keys"
+	"github.com/rlock/rlock/internal/redistest"
+	"github.com/rlock/rlock/lua"
+)
+
+// trivial is the cheapest script there is: what an EVALSHA costs in the
+// network, the client and Redis's script machinery, and nothing more.
+var trivial = rueidis.NewLuaScript("return 1")
+
+// benchFloor measures the floor Redis itself sets, on the rueidis client
+// setup that rlock runs on:
+//
+//   - roundtrip: one EVALSHA of `return 1`, from one goroutine, one after
+//     the other. The latency targets are counted in these.
+//   - scripts: rlock's own acquire and release scripts, sent raw one after
+//     the other: one Lock+Unlock as Redis sees it, without rlock's Go code.
+//   - pipelined: EVALSHA of `return 1` from 64 goroutines on one client,
+//     which rueidis pipelines on its connection; reported in calls/s.
+//   - roundtrip-idle=<d>: roundtrip after d of idleness, as p50 and p99:
+//     what the first round trip costs once client and server have gone
+//     to sleep, as they do between handoffs (relayHold, waiterSettle).
+//     On a virtual machine that is several warm round trips.
+//   - roundtrip-goredis: roundtrip on go-redis, which redsync and redislock
+//     run on: one connection of its pool, written and read by the caller.
+//
+// The back-to-back ones report the CPU time an operation takes in this
+// process and in Redis, and the commands Redis runs for it.
+func benchFloor(b *testing.B, node *redistest.Node) {
+	rc := newRueidis(b, node.Addr())
+	b.Run("roundtrip", func(b *testing.B) {
+		ctx, c := benchContext(b), startCost(b, rc)
+		for b.Loop() {
+			require.NoError(b, trivial.Exec(ctx, rc, nil, nil).Error())
+		}
+		c.report(b.N, "op")
+	})
+	b.Run("scripts", func(b *testing.B) {
+		c := startCost(b, rc)
+		benchmarkRawScripts(b, rc)
+		c.report(b.N, "op")
+	})
+	b.Run("pipelined", func(b *testing.B) {
+		ctx, c := benchContext(b), startCost(b, rc)
+		throughput(b, "calls/s", func(int) error {
+			return trivial.Exec(ctx, rc, nil, nil).Error()
+		})
+		c.report(b.N, "call")
+	})
+	for _, idle := range []time.Duration{relayHold, waiterSettle} {
+		b.Run("roundtrip-idle="+idle.String(), func(b *testing.B) {
+			ctx := benchContext(b)
+			latencies := make([]time.Duration, 0, 1024)
+			for b.Loop() {
+				time.Sleep(idle)
+				start := time.Now()
+				require.NoError(b, trivial.Exec(ctx, rc, nil, nil).Error())
+				latencies = append(latencies, time.Since(start))
+			}
+			reportLatencies(b, latencies)
+		})
+	}
+	b.Run("roundtrip-goredis", func(b *testing.B) {
+		gr := newGoRedis(b, node.Addr())
+		script := goredislib.NewScript("return 1")
+		ctx, c := benchContext(b), startCost(b, rc)
+		for b.Loop() {
+			require.NoError(b, script.Run(ctx, gr, nil).Err())
+		}
+		c.report(b.N, "op")
+	})
+}
+
+// benchmarkRawScripts runs rlock's acquire and release scripts with the
+// arguments Lock and Unlock send, a fresh request latch each, and nothing
+// else.
+func benchmarkRawScripts(b *testing.B, rc rueidis.Client) {
+	ctx := benchContext(b)
+	k := keys.New("bench:", benchName(b))
+	const field, lease, latchLife = "client:owner", "30000", "11000"
+	request := 0
+	latch := func() string {
+		request++
+		return k.Latch(strconv.Itoa(request))
+	}
+	for b.Loop() {
+		acquired, err := lua.Acquire.Exec(ctx, rc, []string{k.Hash, k.Token, latch()},
+			[]string{field, lease, latchLife}).AsIntSlice()
+		require.NoError(b, err)
+		require.Equal(b, int64(1), acquired[0], "acquire reply %v", acquired)
+		released, err := lua.Release.Exec(ctx, rc, []string{k.Hash, k.Channel, latch()},
+			[]string{field, lease, latchLife, "publish"}).AsIntSlice()
+		require.NoError(b, err)
+		require.Equal(b, int64(2), released[0], "release reply %v", released)
+	}
+}

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+)
+
+// libraries are the table's columns, rlock first.
+var libraries = []string{"rlock", "rueidislock", "redsync", "redislock"}
+
+// polling are the peers that wait by polling.
+var polling = []string{"redsync", "redislock"}
+
+// row is one line of the table: one measure of one scenario.
+type row struct {
+	title  string
+	bench  string  // benchmark name below prefix, without the library
+	unit   string  // the measure's unit in the benchmark output
+	scale  float64 // multiplies values for display; 0 means 1
+	higher bool    // higher is better
+	floor  func(r results) (float64, bool)
+	target func(c cells) (text string, met bool) // nil: none
+}
+
+// cells are the figures of one row, in display units.
+type cells struct {
+	lib        map[string]float64 // by library; absent when not measured
+	floor      float64
+	hasFloor   bool
+	best       float64 // the best peer's figure
+	hasBest    bool
+	floorRatio float64 // rlock / floor, when rlock and the floor were measured
+	bestRatio  float64 // rlock / best peer, when rlock and a peer were measured
+	hasRatios  bool    // rlock was measured
+}
+
+// floorAtMost reports whether rlock is at most limit times the floor.
+func (c cells) floorAtMost(limit float64) bool {
+	return c.hasRatios && c.hasFloor && c.floor > 0 && c.floorRatio <= limit
+}
+
+// bestAtMost reports whether rlock is at most limit times the best peer.
+func (c cells) bestAtMost(limit float64) bool {
+	return c.hasRatios && c.hasBest && c.best > 0 && c.bestRatio <= limit
+}
+
+// floorOf is a floor of n times the median of bench's values in unit,
+// scaled by scale.
+func floorOf(bench, unit string, n, scale float64) func(r results) (float64, bool) {
+	return func(r results) (float64, bool) {
+		v, ok := r.get(bench, unit)
+		return n * v * scale, ok
+	}
+}
+
+// roundTrips is a floor of n raw EVALSHA round trips, in µs.
+func roundTrips(n float64) func(r results) (float64, bool) {
+	return floorOf("Floor/roundtrip", "ns/op", n, 1e-3)
+}
+
+// idleRoundTrip is a floor of one raw EVALSHA round trip after idle of
+// idleness, at percentile p ("p50", "p99"), in µs.
+func idleRoundTrip(idle, p string) func(r results) (float64, bool) {
+	return floorOf("Floor/roundtrip-idle="+idle, p+"-µs", 1, 1)
+}
+
+// watchdogRows are the rows of the watchdog scenario at n locks; a round
+// should take about n/100 calls (100 keys a call), plus a few for the
+// ticks that renew only some.
+func watchdogRows(n int, label string) []row {
+	bench := fmt.Sprintf("Watchdog/locks=%d", n)
+	limit := float64(n)/100*1.05 + 8
+	return []row{
+		{
+			title: "Watchdog, " + label + " locks: script calls per round", bench: bench, unit: "scripts/round",
+			target: func(c cells) (string, bool) {
+				return fmt.Sprintf("≈ locks/100 (≤ %s)", figure(limit, true)), c.rlockBelow(limit)
+			},
+		},
+		{title: "Watchdog, " + label + " locks: client CPU per round (ms)", bench: bench, unit: "cpu-µs/round", scale: 1e-3},
+		{title: "Watchdog, " + label + " locks: Redis CPU per round (ms)", bench: bench, unit: "redis-cpu-µs/round", scale: 1e-3},
+		{
+			title: "Watchdog, " + label + " locks: locks lost", bench: bench, unit: "lost-locks",
+			target: func(c cells) (string, bool) { return "0", c.rlockBelow(0) },
+		},
+	}
+}
+
+// rows are the table's lines, scenario by scenario.
+var rows = slices.Concat([]row{
+	{
+		title: "Lock+Unlock, 1 goroutine (µs)", bench: "LockUnlock", unit: "ns/op", scale: 1e-3,
+		floor: roundTrips(2),
+		target: func(c cells) (string, bool) {
+			return "≤ 1.25× floor, no peer faster", c.floorAtMost(1.25) && c.bestAtMost(1)
+		},
+	},
+	{
+		title: "Lock+Unlock: client CPU per cycle (µs)", bench: "LockUnlock", unit: "cpu-µs/op",
+		floor: floorOf("Floor/roundtrip", "cpu-µs/op", 2, 1),
+	},
+	{
+		title: "Lock+Unlock: Redis CPU per cycle (µs)", bench: "LockUnlock", unit: "redis-cpu-µs/op",
+		floor: floorOf("Floor/roundtrip", "redis-cpu-µs/op", 2, 1),
+	},
+	{
+		title: "Lock+Unlock: Redis commands per cycle", bench: "LockUnlock", unit: "cmds/op",
+		floor: floorOf("Floor/roundtrip", "cmds/op", 2, 1),
+	},
+	{
+		title: "64 goroutines, own locks (cycles/s)", bench: "Parallel", unit: "cycles/s", higher: true,
+		floor:  floorOf("Floor/pipelined", "calls/s", 0.5, 1),
+		target: func(c cells) (string, bool) { return "≥ 2× best peer", c.bestAtLeast(2) },
+	},
+	{
+		title: "64 goroutines: client CPU per cycle (µs)", bench: "Parallel", unit: "cpu-µs/cycle",
+		floor: floorOf("Floor/pipelined", "cpu-µs/call", 2, 1),
+	},
+	{
+		title: "64 goroutines: Redis CPU per cycle (µs)", bench: "Parallel", unit: "redis-cpu-µs/cycle",
+		floor: floorOf("Floor/pipelined", "redis-cpu-µs/call", 2, 1),
+	},
+	{
+		title: "Handoff, 8 waiters: p50 (µs)", bench: "Handoff/waiters=8", unit: "p50-µs",
+		floor: idleRoundTrip("2ms", "p50"),
+		target: func(c cells) (string, bool) {
+			return "≤ 3× floor, ≥ 50× better than polling peers", c.floorAtMost(3) && c.beats(polling, 50)
+		},
+	},
+	{title: "Handoff, 8 waiters: p99 (µs)", bench: "Handoff/waiters=8", unit: "p99-µs", floor: idleRoundTrip("2ms", "p99")},
+	{title: "Handoff, 8 waiters: Redis commands per handoff", bench: "Handoff/waiters=8", unit: "cmds/handoff"},
+	{title: "Handoff, 8 waiters: script calls per handoff", bench: "Handoff/waiters=8", unit: "scripts/handoff"},
+	{title: "Handoff, 8 waiters: client CPU per handoff (µs)", bench: "Handoff/waiters=8", unit: "cpu-µs/handoff"},
+	{title: "Handoff, 8 waiters: Redis CPU per handoff (µs)", bench: "Handoff/waiters=8", unit: "redis-cpu-µs/handoff"},
+	{title: "Handoff, 1 waiter: p50 (µs)", bench: "Handoff/waiters=1", unit: "p50-µs", floor: idleRoundTrip("30ms", "p50")},
+	{title: "Handoff, 1 waiter: p99 (µs)", bench: "Handoff/waiters=1", unit: "p99-µs", floor: idleRoundTrip("30ms", "p99")},
+	{
+		title: "Handoff, 1 waiter: stalls (no wake-up in 5 s)", bench: "Handoff/waiters=1", unit: "stalls",
+		target: func(c cells) (string, bool) { return "0", c.rlockBelow(0) },
+	},
+}, watchdogRows(10_000, "10 000"), watchdogRows(100_000, "100 000"), []row{
+	{title: "Heap per held lock, 10 000 held (B)", bench: "Memory", unit: "B/held"},
+	{title: "Goroutine stack per held lock (B)", bench: "Memory", unit: "stack-B/held"},
+	{title: "Goroutines per held lock", bench: "Memory", unit: "goroutines/held"},
+	{title: "Heap per waiter, 1 000 waiting (B)", bench: "Memory", unit: "B/waiter"},
+	{title: "Goroutine stack per waiter, the caller's included (B)", bench: "Memory", unit: "stack-B/waiter"},
+	{title: "Goroutines per waiter, besides the caller's", bench: "Memory", unit: "goroutines/waiter"},
+	{title: "Allocations per Lock+Unlock", bench: "Memory", unit: "allocs/op"},
+	{title: "Bytes allocated per Lock+Unlock", bench: "Memory", unit: "B/op"},
+})
+
+// beats reports whether rlock is at least factor times better than every
+// one of peers that was measured.
+func (c cells) beats(peers []string, factor float64) bool {
+	rl, ok := c.lib["rlock"]
+	if !ok {
+		return false
+	}
+	for _, p := range peers {
+		if v, ok := c.lib[p]; ok && rl*factor > v {
+			return false
+		}
+	}
+	return true
+}
+
+// rlockBelow reports whether rlock's figure is at most limit.
+func (c cells) rlockBelow(limit float64) bool {
+	rl, ok := c.lib["rlock"]
+	return ok && rl <= limit
+}
+
+// bestAtLeast reports whether rlock is at least limit times the best peer.
+func (c cells) bestAtLeast(limit float64) bool {
+	return c.hasRatios && c.hasBest && c.best > 0 && c.bestRatio >= limit
+}
+
+// compute fills in the cells of row w.
+func (w row) compute(r results) (cells, bool) {
+	scale := w.scale
+	if scale == 0 {
+		scale = 1
+	}
+	c := cells{lib: map[string]float64{}}
+	for _, lib := range libraries {
+		if v, ok := r.get(w.bench+"/"+lib, w.unit); ok {
+			c.lib[lib] = v * scale
+		}
+	}
+	if len(c.lib) == 0 {
+		return c, false
+	}
+	if w.floor != nil {
+		c.floor, c.hasFloor = w.floor(r)
+	}
+	for _, lib := range libraries[1:] {
+		v, ok := c.lib[lib]
+		if ok && (!c.hasBest || w.higher && v > c.best || !w.higher && v < c.best) {
+			c.best, c.hasBest = v, true
+		}
+	}
+	if rl, ok := c.lib["rlock"]; ok {
+		c.hasRatios = true
+		if c.hasFloor && c.floor > 0 {
+			c.floorRatio = rl / c.floor
+		}
+		if c.hasBest && c.best > 0 {
+			c.bestRatio = rl / c.best
+		}
+	}
+	return c, true
+}
+
+// notes say what the floors are and how the figures were measured.
+const notes = `Floors: Lock+Unlock, two EVALSHA round trips of ` + "`return 1`" + ` from one goroutine on
+a default rueidis client, and what they cost; 64 goroutines, half the EVALSHA calls/s
+that 64 goroutines get through one rueidis client, and what two calls cost; handoffs,
+one round trip after as long an idle as the scenario leaves between handoffs (2 ms
+with 8 waiters, 30 ms with 1), at the same percentile. CPU is user+system time: the
+client's from getrusage, Redis's from INFO cpu. Redis commands include those that
+scripts run. The watchdog renews every second (lease 3 s).
+`
