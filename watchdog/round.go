@@ -39,9 +39,7 @@ func (w *Watchdog) renew(ctx context.Context, now time.Time) {
 
 	r.batch(w.cluster, w.lease)
 	sent := time.Now()
-	rctx, cancel := context.WithTimeout(ctx, w.period)
-	replies := w.send(rctx, r.execs)
-	cancel()
+	replies := w.send(ctx, r.execs)
 
 	w.settle(ctx, r, replies, sent)
 	w.notify(ctx, r, sent)

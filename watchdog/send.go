@@ -2,18 +2,45 @@ package watchdog
 
 import (
 	"context"
+	"sync"
 
 	"github.com/redis/rueidis"
 
 	"github.com/rlock/rlock/lua"
 )
 
-// send runs the renew script once per batch, every batch pipelined in one
-// call: EVALSHA, then EVAL for the batches Redis answered NOSCRIPT (after a
+// chunkBatches is the most batches one pipelined call of a round carries.
+const chunkBatches = 32
+
+// send runs the renew script once per batch and returns the replies in
+// batch order. The batches go out in chunks of at most chunkBatches, every
+// chunk at once on the pipeline and each bounded by a period. Redis answers
+// in order, so when it is too slow for the whole round the chunks it got
+// through still count, and only the rest are retried: a single call would
+// fail the round whole, and retrying it all with the next holds due would
+// make every round bigger until the holds' deadlines passed.
+func (w *Watchdog) send(ctx context.Context, execs []rueidis.LuaExec) []rueidis.RedisResult {
+	replies := make([]rueidis.RedisResult, len(execs))
+	var wg sync.WaitGroup
+	for start := 0; start < len(execs); start += chunkBatches {
+		chunk := execs[start:min(start+chunkBatches, len(execs))]
+		out := replies[start : start+len(chunk)]
+		wg.Go(func() {
+			cctx, cancel := context.WithTimeout(ctx, w.period)
+			defer cancel()
+			copy(out, w.sendChunk(cctx, chunk))
+		})
+	}
+	wg.Wait()
+	return replies
+}
+
+// sendChunk runs the renew script once per batch, pipelined in one call:
+// EVALSHA, then EVAL for the batches Redis answered NOSCRIPT (after a
 // restart or SCRIPT FLUSH). Lua.ExecMulti would load the script on every
 // node before every round instead, a second round trip each time. The
 // script is owner-checked, so rueidis may resend it after a lost reply.
-func (w *Watchdog) send(ctx context.Context, execs []rueidis.LuaExec) []rueidis.RedisResult {
+func (w *Watchdog) sendChunk(ctx context.Context, execs []rueidis.LuaExec) []rueidis.RedisResult {
 	cmds := make(rueidis.Commands, 0, len(execs))
 	for _, e := range execs {
 		cmds = append(cmds, w.rc.B().Evalsha().Sha1(lua.RenewSource.SHA1).
