@@ -7,8 +7,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/rlock/rlock/lua"
 )
 
@@ -87,7 +85,7 @@ func (m *Mutex) request(ctx context.Context, id holdID, lease time.Duration) (gr
 	if h := m.c.lookup(id); h != nil && h.watchdogged() {
 		req.lease = m.c.cfg.lease
 	}
-	req.keys = []string{m.keys.Hash, m.keys.Token, m.keys.Latch(uuid.NewString())}
+	req.keys = []string{m.keys.Hash, m.keys.Token, m.keys.Latch(m.c.requestID())}
 	req.args = []string{id.field, millis(req.lease), millis(m.c.latchLife())}
 	reply, sent, err := m.sendAcquire(ctx, req)
 	if err != nil {

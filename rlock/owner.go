@@ -2,8 +2,8 @@ package rlock
 
 import (
 	"context"
-
-	"github.com/google/uuid"
+	"strconv"
+	"sync/atomic"
 )
 
 // owner names one logical holder. Go has no thread identity, so ownership
@@ -13,6 +13,10 @@ import (
 type owner struct {
 	token string
 }
+
+// owners numbers the owners of this process. A number is unique only here,
+// but a hash field always pairs it with its Client's UUID.
+var owners atomic.Uint64
 
 // ownerKey is the context key of the owner.
 type ownerKey struct{}
@@ -29,6 +33,6 @@ func withOwner(ctx context.Context) (context.Context, *owner) {
 	if o, ok := ownerFrom(ctx); ok {
 		return ctx, o
 	}
-	o := &owner{token: uuid.NewString()}
+	o := &owner{token: strconv.FormatUint(owners.Add(1), 36)}
 	return context.WithValue(ctx, ownerKey{}, o), o
 }

@@ -31,8 +31,7 @@ func (c *Client) run(ctx context.Context, script *rueidis.Lua, keys, args []stri
 // does not hide why. key only names the request in logs.
 func resend[T any](ctx context.Context, c *Client, key string, send func(context.Context) (T, error)) (T, time.Time, error) {
 	sent := time.Now()
-	timer := time.NewTimer(resendBackoff)
-	defer timer.Stop()
+	var timer *time.Timer // made on the first resend: most requests need none
 	var last error
 	for {
 		reply, err := send(ctx)
@@ -44,7 +43,12 @@ func resend[T any](ctx context.Context, c *Client, key string, send func(context
 		}
 		last = err
 		c.cfg.logger.Debug("rlock: resending request", "key", key, "err", err)
-		timer.Reset(resendBackoff)
+		if timer == nil {
+			timer = time.NewTimer(resendBackoff)
+			defer timer.Stop()
+		} else {
+			timer.Reset(resendBackoff)
+		}
 		select {
 		case <-ctx.Done():
 			return reply, sent, err

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/rlock/rlock/lua"
 )
 
@@ -72,7 +70,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 // request id while its outcome is unknown, so one level is left at most once.
 // lease is set again on the key when levels remain.
 func (m *Mutex) release(ctx context.Context, field string, lease time.Duration) (released, time.Time, error) {
-	keys := []string{m.keys.Hash, m.keys.Channel, m.keys.Latch(uuid.NewString())}
+	keys := []string{m.keys.Hash, m.keys.Channel, m.keys.Latch(m.c.requestID())}
 	args := []string{field, millis(lease), millis(m.c.latchLife()), m.c.publish}
 	reply, sent, err := m.c.run(ctx, lua.Release, keys, args)
 	if err != nil {
