@@ -28,7 +28,7 @@ func (s redisStats) scripts() int64 { return s.calls["evalsha"] + s.calls["eval"
 
 // readRedisStats takes a snapshot of rc's server. The INFO call that reads
 // it is one command; the deltas the benchmarks report are large against it.
-func readRedisStats(b *testing.B, rc rueidis.Client) redisStats {
+func readRedisStats(b testing.TB, rc rueidis.Client) redisStats {
 	b.Helper()
 	info, err := rc.Do(b.Context(), rc.B().Info().Section("commandstats", "cpu").Build()).ToString()
 	require.NoError(b, err)

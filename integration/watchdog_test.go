@@ -2,8 +2,6 @@ package integration
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -21,20 +19,7 @@ const watchdogLease = time.Second
 // scriptCalls counts the scripts Redis has run (EVALSHA and EVAL).
 func scriptCalls(t *testing.T, rc rueidis.Client) int {
 	t.Helper()
-	info, err := rc.Do(t.Context(), rc.B().Info().Section("commandstats").Build()).ToString()
-	require.NoError(t, err)
-	total := 0
-	for _, line := range strings.Split(info, "\r\n") {
-		if !strings.HasPrefix(line, "cmdstat_evalsha:") && !strings.HasPrefix(line, "cmdstat_eval:") {
-			continue
-		}
-		_, stats, _ := strings.Cut(line, ":")
-		calls, _, _ := strings.Cut(strings.TrimPrefix(stats, "calls="), ",")
-		n, err := strconv.Atoi(calls)
-		require.NoError(t, err, "parse %q", line)
-		total += n
-	}
-	return total
+	return int(readRedisStats(t, rc).scripts())
 }
 
 func TestWatchdogKeepsLockUntilUnlock(t *testing.T) {
