@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlock/rlock/internal/redistest"
+	"github.com/rlock/rlock/internal/slot"
 	"github.com/rlock/rlock/rlock"
 )
 
@@ -93,6 +94,15 @@ func testManyWaiters(t *testing.T, s setup) {
 	}
 	wg.Wait()
 	assert.Equal(t, int32(locks*perLock), acquired.Load(), "every waiter got its lock")
+	if s.cluster != nil {
+		masters := map[int]bool{}
+		for _, name := range names {
+			owner, err := s.cluster.MasterOf(t.Context(), slot.Of("rlock:{"+name+"}"))
+			require.NoError(t, err)
+			masters[owner] = true
+		}
+		assert.Len(t, masters, 3, "the locks spread over every master of the Cluster")
+	}
 	assert.Zero(t, overlaps.Load(), "two holders of one lock at once")
 	raw := s.raw(t)
 	for _, name := range names {
