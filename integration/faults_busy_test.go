@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -143,7 +144,10 @@ func TestFaultBusyScriptOutlastsRetry(t *testing.T) {
 
 	assert.True(t, failedAt.Before(end), "Lock and Unlock gave up before the script ended")
 	for call, err := range map[string]error{"Lock": lockErr, "Unlock": unlockErr} {
-		assert.True(t, hasRedisCode(err, "BUSY") || errors.Is(err, context.DeadlineExceeded),
+		// BUSY may also refuse the handshake of a connection rueidis opens
+		// meanwhile, which it reports as its own error quoting Redis's.
+		require.Error(t, err, call)
+		assert.True(t, strings.Contains(err.Error(), "BUSY") || errors.Is(err, context.DeadlineExceeded),
 			"%s fails with BUSY or with its retry timeout: %v", call, err)
 	}
 	assert.ErrorIs(t, context.Cause(heldCtx), rlock.ErrLockLost, "a failed Unlock ends the lock context as lost")
