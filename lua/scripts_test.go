@@ -1,8 +1,11 @@
 package lua_test
 
 import (
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
@@ -21,8 +24,16 @@ func script(t *testing.T, rc rueidis.Client, s *rueidis.Lua, keys, args []string
 	return reply
 }
 
+// lockKeys names a lock for t alone, also when tests run again in one
+// process (-count) against the same Redis.
 func lockKeys(t *testing.T) keys.Keys {
-	return keys.New("test:", strings.ReplaceAll(t.Name(), "/", ":"))
+	return keys.New("test:", uniqueName(t))
+}
+
+var runs atomic.Int64
+
+func uniqueName(t *testing.T) string {
+	return fmt.Sprintf("%s:%d", strings.ReplaceAll(t.Name(), "/", ":"), runs.Add(1))
 }
 
 func acquire(t *testing.T, rc rueidis.Client, k keys.Keys, field, request string) []int64 {
@@ -100,9 +111,18 @@ func TestReleasePublishesOnFree(t *testing.T) {
 			messages <- m.Message
 		})
 	}()
-	<-subscribed
+	select {
+	case <-subscribed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the subscription was not confirmed")
+	}
 	assert.Equal(t, []int64{2, 0}, release(t, rc, k, "a", "r2"))
-	assert.Equal(t, "unlocked", <-messages, "the final release publishes")
+	select {
+	case m := <-messages:
+		assert.Equal(t, "unlocked", m, "the final release publishes")
+	case <-time.After(5 * time.Second):
+		t.Error("the final release published nothing")
+	}
 	require.NoError(t, sub.Do(t.Context(), sub.B().Unsubscribe().Channel(k.Channel).Build()).Error())
 	require.NoError(t, <-done)
 }
@@ -124,7 +144,8 @@ func TestForceRelease(t *testing.T) {
 func TestRenewChecksOwner(t *testing.T) {
 	rc := redistest.Shared(t).Client(t)
 	// One call renews keys of one slot: two names with one hash tag.
-	tagged := []keys.Keys{keys.New("test:", "{"+t.Name()+"}1"), keys.New("test:", "{"+t.Name()+"}2")}
+	tag := uniqueName(t)
+	tagged := []keys.Keys{keys.New("test:", "{"+tag+"}1"), keys.New("test:", "{"+tag+"}2")}
 	acquire(t, rc, tagged[0], "a", "r3")
 	acquire(t, rc, tagged[1], "b", "r4")
 	reply := script(t, rc, lua.Renew, []string{tagged[0].Hash, tagged[1].Hash}, []string{"60000", "a", "a"})
