@@ -55,15 +55,9 @@ func (ml *MultiLock) LockFor(ctx context.Context, lease time.Duration) (context.
 // it was not taken in time it returns ctx unchanged, false and nil, and no
 // node keeps a part of it.
 func (ml *MultiLock) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, bool, error) {
-	if wait < 0 {
-		return ctx, false, fmt.Errorf("%w: wait %v is negative", ErrInvalidDuration, wait)
-	}
-	if lease > 0 {
-		if err := validLease(lease); err != nil {
-			return ctx, false, err
-		}
-	} else {
-		lease = 0
+	lease, err := tryLockArgs(wait, lease)
+	if err != nil {
+		return ctx, false, err
 	}
 	return ml.acquire(ctx, wait, lease)
 }

@@ -61,15 +61,9 @@ func (m *Mutex) LockFor(ctx context.Context, lease time.Duration) (context.Conte
 // <= 0 hands the lock to the watchdog as in Lock. When the lock could not be
 // taken in time it returns ctx unchanged, false and nil.
 func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, bool, error) {
-	if wait < 0 {
-		return ctx, false, m.wrap(fmt.Errorf("%w: wait %v is negative", ErrInvalidDuration, wait))
-	}
-	if lease > 0 {
-		if err := validLease(lease); err != nil {
-			return ctx, false, m.wrap(err)
-		}
-	} else {
-		lease = 0
+	lease, err := tryLockArgs(wait, lease)
+	if err != nil {
+		return ctx, false, m.wrap(err)
 	}
 	return m.acquire(ctx, wait, lease)
 }
@@ -90,6 +84,18 @@ func (m *Mutex) check(ctx context.Context) error {
 // wrap names the lock in err.
 func (m *Mutex) wrap(err error) error {
 	return fmt.Errorf("%w (lock %q)", err, m.Name())
+}
+
+// tryLockArgs checks TryLock's wait and lease and returns the lease to
+// take: 0, the watchdog's, for any lease <= 0.
+func tryLockArgs(wait, lease time.Duration) (time.Duration, error) {
+	if wait < 0 {
+		return 0, fmt.Errorf("%w: wait %v is negative", ErrInvalidDuration, wait)
+	}
+	if lease <= 0 {
+		return 0, nil
+	}
+	return lease, validLease(lease)
 }
 
 func validLease(lease time.Duration) error {
