@@ -34,38 +34,43 @@ type server interface {
 // reachable without the image, so CI never quietly tests less.
 func Backends(t testing.TB) []string {
 	t.Helper()
-	if os.Getenv("REDIS_ADDR") != "" {
-		return []string{External}
+	out, err := available()
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
 	}
-	var out []string
-	dockerErr := dockerAvailable()
-	if dockerErr == nil {
-		out = append(out, Docker)
-	} else if os.Getenv("CI") == "true" && dockerReachable() {
+	if dockerErr := dockerAvailable(); out[0] != External && dockerErr != nil && os.Getenv("CI") == "true" && dockerReachable() {
 		t.Fatalf("redistest: Docker is reachable but cannot run Redis: %v", dockerErr)
-	}
-	if _, err := exec.LookPath("redis-server"); err == nil {
-		out = append(out, Process)
-	}
-	if len(out) == 0 {
-		t.Fatalf("redistest: no Redis: set REDIS_ADDR, or install redis-server, or build the image with .ci/redis-image.sh (docker: %v)", dockerErr)
 	}
 	return out
 }
 
 // preferred is the backend a Config without one uses.
-var preferred = sync.OnceValues(func() (string, error) {
-	if os.Getenv("REDIS_ADDR") != "" {
-		return External, nil
+func preferred() (string, error) {
+	out, err := available()
+	if err != nil {
+		return "", err
 	}
+	return out[0], nil
+}
+
+// available lists the backends this machine offers, most preferred first,
+// or says why there is none.
+var available = sync.OnceValues(func() ([]string, error) {
+	if os.Getenv("REDIS_ADDR") != "" {
+		return []string{External}, nil
+	}
+	var out []string
 	dockerErr := dockerAvailable()
 	if dockerErr == nil {
-		return Docker, nil
+		out = append(out, Docker)
 	}
 	if _, err := exec.LookPath("redis-server"); err == nil {
-		return Process, nil
+		out = append(out, Process)
 	}
-	return "", fmt.Errorf("no Redis backend: REDIS_ADDR unset, docker: %v, redis-server not on PATH", dockerErr)
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no Redis: set REDIS_ADDR, or install redis-server, or build the image with .ci/redis-image.sh (docker: %v)", dockerErr)
+	}
+	return out, nil
 })
 
 // startServer starts a Redis on backend with extra redis-server arguments.
