@@ -79,7 +79,7 @@ func TestFaultBusyScriptResent(t *testing.T) {
 		}
 		return res
 	}}
-	c := faultClient(t, rc)
+	c := newRlock(t, rc)
 	held, taken := c.Mutex(heldName), c.Mutex(takenName)
 	heldCtx, err := held.Lock(t.Context())
 	require.NoError(t, err)
@@ -126,7 +126,7 @@ func TestFaultBusyScriptOutlastsRetry(t *testing.T) {
 	)
 	node := faultNode(t, busyArgs...)
 	raw := node.Client(t)
-	c := faultClient(t, node.Client(t), rlock.WithRetryTimeout(retry), rlock.WithLeaseTime(lease))
+	c := newRlock(t, node.Client(t), rlock.WithRetryTimeout(retry), rlock.WithLeaseTime(lease))
 	held, refused := c.Mutex(lockName(t)+":held"), c.Mutex(lockName(t)+":refused")
 	heldCtx, err := held.Lock(t.Context())
 	require.NoError(t, err)

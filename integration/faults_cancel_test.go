@@ -48,7 +48,7 @@ func TestFaultCancelDuringAcquire(t *testing.T) {
 	raw := node.Client(t)
 	name := lockName(t)
 	var armed atomic.Pointer[cancellation]
-	mu := faultClient(t, cancelInFlight(node.Client(t), lockHash(name), &armed)).Mutex(name)
+	mu := newRlock(t, cancelInFlight(node.Client(t), lockHash(name), &armed)).Mutex(name)
 
 	for _, sent := range []bool{true, false} {
 		ctx, cancel := context.WithCancel(t.Context())

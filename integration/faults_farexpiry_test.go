@@ -21,7 +21,7 @@ func TestFaultFarExpiry(t *testing.T) {
 	require.NoError(t, raw.Do(t.Context(), raw.B().Hset().Key(hash).FieldValue().FieldValue("someone", "1").Build()).Error())
 	year3000 := time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
 	require.NoError(t, raw.Do(t.Context(), raw.B().Expireat().Key(hash).Timestamp(year3000).Build()).Error())
-	mu := faultClient(t, node.Client(t)).Mutex(name)
+	mu := newRlock(t, node.Client(t)).Mutex(name)
 
 	before := scriptCalls(t, raw)
 	_, ok, err := mu.TryLock(t.Context(), 300*time.Millisecond, 0)

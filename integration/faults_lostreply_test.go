@@ -76,7 +76,7 @@ func TestFaultLostAcquireReply(t *testing.T) {
 	raw := node.Client(t)
 	name := lockName(t)
 	loss := &replyLoss{hash: lockHash(name)}
-	mu := faultClient(t, loss.client(node.Client(t)), rlock.WithLeaseTime(watchdogLease)).Mutex(name)
+	mu := newRlock(t, loss.client(node.Client(t)), rlock.WithLeaseTime(watchdogLease)).Mutex(name)
 
 	loss.acquire.Store(1)
 	ctx, err := mu.Lock(t.Context())
@@ -112,7 +112,7 @@ func TestFaultLostUnlockReply(t *testing.T) {
 	raw := node.Client(t)
 	name := lockName(t)
 	loss := &replyLoss{hash: lockHash(name)}
-	mu := faultClient(t, loss.client(node.Client(t))).Mutex(name)
+	mu := newRlock(t, loss.client(node.Client(t))).Mutex(name)
 	ctx, err := mu.Lock(t.Context())
 	require.NoError(t, err)
 	inner, err := mu.Lock(ctx)
@@ -153,7 +153,7 @@ func TestFaultLostReplyNoResend(t *testing.T) {
 	t.Run("Acquire", func(t *testing.T) {
 		name := lockName(t)
 		loss := &replyLoss{hash: lockHash(name)}
-		c := faultClient(t, loss.client(node.Client(t)), rlock.WithRetryTimeout(retry), rlock.WithLeaseTime(watchdogLease))
+		c := newRlock(t, loss.client(node.Client(t)), rlock.WithRetryTimeout(retry), rlock.WithLeaseTime(watchdogLease))
 		mu := c.Mutex(name)
 		loss.acquire.Store(1)
 		loss.down.Store(true)
@@ -175,7 +175,7 @@ func TestFaultLostReplyNoResend(t *testing.T) {
 	t.Run("Unlock", func(t *testing.T) {
 		name := lockName(t)
 		loss := &replyLoss{hash: lockHash(name)}
-		mu := faultClient(t, loss.client(node.Client(t)), rlock.WithRetryTimeout(retry), rlock.WithLeaseTime(watchdogLease)).Mutex(name)
+		mu := newRlock(t, loss.client(node.Client(t)), rlock.WithRetryTimeout(retry), rlock.WithLeaseTime(watchdogLease)).Mutex(name)
 		ctx, err := mu.Lock(t.Context())
 		require.NoError(t, err)
 		loss.down.Store(true)

@@ -33,20 +33,6 @@ func faultNode(t *testing.T, args ...string) *redistest.Node {
 	return redistest.New(t, redistest.Config{Backend: backend, Args: args})
 }
 
-// faultClient returns an rlock Client on rc, closed when t ends.
-func faultClient(t *testing.T, rc rueidis.Client, opts ...rlock.Option) *rlock.Client {
-	t.Helper()
-	c, err := rlock.New(rc, opts...)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, c.Close()) })
-	return c
-}
-
-// lockHash is the Redis hash of lock name under the default prefix.
-func lockHash(name string) string {
-	return "rlock:{" + name + "}"
-}
-
 // assertHoldCount checks the number of levels ctx's owner holds on mu.
 func assertHoldCount(t *testing.T, ctx context.Context, mu *rlock.Mutex, want int) {
 	t.Helper()

@@ -19,7 +19,7 @@ import (
 func TestFaultScriptFlush(t *testing.T) {
 	node := faultNode(t)
 	raw := node.Client(t)
-	mu := faultClient(t, node.Client(t), rlock.WithLeaseTime(watchdogLease)).Mutex(lockName(t))
+	mu := newRlock(t, node.Client(t), rlock.WithLeaseTime(watchdogLease)).Mutex(lockName(t))
 	flush := func() {
 		t.Helper()
 		require.NoError(t, raw.Do(t.Context(), raw.B().ScriptFlush().Build()).Error())

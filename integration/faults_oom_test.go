@@ -54,7 +54,7 @@ func TestFaultOOMRefusesNewLock(t *testing.T) {
 	node := faultNode(t, oomArgs...)
 	raw := node.Client(t)
 	name := lockName(t)
-	mu := faultClient(t, node.Client(t)).Mutex(name)
+	mu := newRlock(t, node.Client(t)).Mutex(name)
 	fillMemory(t, raw)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -83,7 +83,7 @@ func TestFaultOOMKeepsHeldLock(t *testing.T) {
 	node := faultNode(t, oomArgs...)
 	raw := node.Client(t)
 	name := lockName(t)
-	mu := faultClient(t, node.Client(t), rlock.WithLeaseTime(watchdogLease)).Mutex(name)
+	mu := newRlock(t, node.Client(t), rlock.WithLeaseTime(watchdogLease)).Mutex(name)
 	ctx, err := mu.Lock(t.Context())
 	require.NoError(t, err)
 	fillMemory(t, raw)

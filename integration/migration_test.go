@@ -13,7 +13,6 @@ import (
 
 	"github.com/rlock/rlock/internal/redistest"
 	"github.com/rlock/rlock/internal/slot"
-	"github.com/rlock/rlock/rlock"
 )
 
 // TestSlotMigrationUnderLoad moves the slot of a group of contended locks
@@ -38,9 +37,7 @@ func TestSlotMigrationUnderLoad(t *testing.T) {
 	var overlaps, sections atomic.Int32
 	var wg sync.WaitGroup
 	for range clients {
-		c, err := rlock.New(cl.Client(t))
-		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, c.Close()) })
+		c := newRlock(t, cl.Client(t))
 		for w := range workers {
 			wg.Go(func() {
 				for i := w; ctx.Err() == nil; i++ {

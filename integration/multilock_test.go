@@ -54,7 +54,7 @@ func (ms masters) held(t *testing.T, name string) int {
 		if ms.nodes[i].Controllable() && rc.Do(t.Context(), rc.B().Ping().Build()).Error() != nil {
 			continue // a killed node
 		}
-		exists, err := rc.Do(t.Context(), rc.B().Exists().Key("rlock:{"+name+"}").Build()).AsInt64()
+		exists, err := rc.Do(t.Context(), rc.B().Exists().Key(lockHash(name)).Build()).AsInt64()
 		require.NoError(t, err)
 		n += int(exists)
 	}
@@ -126,9 +126,7 @@ func TestRedLockSlowNode(t *testing.T) {
 	slow, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{proxy.Addr()}})
 	require.NoError(t, err)
 	t.Cleanup(slow.Close)
-	slowClient, err := rlock.New(slow)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, slowClient.Close()) })
+	slowClient := newRlock(t, slow)
 
 	mutexes := ms.mutexes(t, name)
 	mutexes[0] = slowClient.Mutex(name)

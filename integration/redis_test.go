@@ -8,13 +8,23 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// lockHash is the Redis hash of lock name under the default prefix.
+func lockHash(name string) string {
+	return "rlock:{" + name + "}"
+}
+
+// lockChannel is the unlock channel of lock name under the default prefix.
+func lockChannel(name string) string {
+	return lockHash(name) + ":unlock"
+}
+
 // keysOf lists which of lock name's lasting keys (its hash and its fencing
 // counter, under the default prefix) exist. Request latches are left out:
 // they expire on their own.
 func keysOf(t *testing.T, rc rueidis.Client, name string) []string {
 	t.Helper()
 	var out []string
-	for _, key := range []string{"rlock:{" + name + "}", "rlock:{" + name + "}:token"} {
+	for _, key := range []string{lockHash(name), lockHash(name) + ":token"} {
 		n, err := rc.Do(t.Context(), rc.B().Exists().Key(key).Build()).AsInt64()
 		require.NoError(t, err)
 		if n == 1 {
@@ -28,7 +38,7 @@ func keysOf(t *testing.T, rc rueidis.Client, name string) []string {
 // channel any more, plain or sharded.
 func assertNoSubscribers(t *testing.T, rc rueidis.Client, name string) {
 	t.Helper()
-	channel := "rlock:{" + name + "}:unlock"
+	channel := lockChannel(name)
 	count := func(cmd rueidis.Completed) int64 {
 		res, err := rc.Do(t.Context(), cmd).AsIntMap()
 		require.NoError(t, err)

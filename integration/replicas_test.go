@@ -27,9 +27,7 @@ func TestReplicaAck(t *testing.T) {
 	}
 	sen := redistest.NewSentinel(t, redistest.SentinelConfig{})
 	rc := sen.Client(t)
-	c, err := rlock.New(rc, rlock.WithReplicaAck(1, ackTimeout))
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, c.Close()) })
+	c := newRlock(t, rc, rlock.WithReplicaAck(1, ackTimeout))
 	mu := c.Mutex(lockName(t))
 
 	ctx, err := mu.Lock(t.Context())
@@ -57,10 +55,8 @@ func TestReplicaAck(t *testing.T) {
 // TestReplicaAckWithoutReplicas: a master with no replica can never
 // acknowledge, so every acquire fails cleanly.
 func TestReplicaAckWithoutReplicas(t *testing.T) {
-	c, err := rlock.New(redistest.Shared(t).Client(t), rlock.WithReplicaAck(1, 50*time.Millisecond))
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, c.Close()) })
-	_, err = c.Mutex(lockName(t)).Lock(t.Context())
+	c := newRlock(t, redistest.Shared(t).Client(t), rlock.WithReplicaAck(1, 50*time.Millisecond))
+	_, err := c.Mutex(lockName(t)).Lock(t.Context())
 	assert.ErrorIs(t, err, rlock.ErrNotReplicated)
 }
 
@@ -86,9 +82,7 @@ func TestSentinelFailoverLosesLocks(t *testing.T) {
 				opts = append(opts, rlock.WithReplicaAck(1, ackTimeout))
 			}
 			raw := sen.Client(t) // probes the promoted replica; made while a master answers
-			c, err := rlock.New(sen.Client(t), opts...)
-			require.NoError(t, err)
-			t.Cleanup(func() { require.NoError(t, c.Close()) })
+			c := newRlock(t, sen.Client(t), opts...)
 
 			holds := takeLocks(t, c, "synced", perPhase)
 			require.Len(t, holds, perPhase, "locks taken while the replica keeps up")
@@ -173,13 +167,11 @@ func TestReplicaAckOnCluster(t *testing.T) {
 		t.Skip("REDIS_ADDR is set: the test needs a Cluster it starts")
 	}
 	cl := redistest.NewCluster(t, redistest.ClusterConfig{ReplicasPerMaster: 1})
-	c, err := rlock.New(cl.Client(t), rlock.WithReplicaAck(1, time.Second))
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, c.Close()) })
+	c := newRlock(t, cl.Client(t), rlock.WithReplicaAck(1, time.Second))
 	masters := map[int]bool{}
 	for i := range 12 {
 		name := fmt.Sprintf("%s:%d", lockName(t), i)
-		owner, err := cl.MasterOf(t.Context(), slot.Of("rlock:{"+name+"}"))
+		owner, err := cl.MasterOf(t.Context(), slot.Of(lockHash(name)))
 		require.NoError(t, err)
 		masters[owner] = true
 		ctx, err := c.Mutex(name).Lock(t.Context())

@@ -22,7 +22,13 @@ type setup struct {
 // when t ends.
 func (s setup) client(t *testing.T, opts ...rlock.Option) *rlock.Client {
 	t.Helper()
-	c, err := rlock.New(s.raw(t), opts...)
+	return newRlock(t, s.raw(t), opts...)
+}
+
+// newRlock returns an rlock Client on rc, closed when t ends.
+func newRlock(t *testing.T, rc rueidis.Client, opts ...rlock.Option) *rlock.Client {
+	t.Helper()
+	c, err := rlock.New(rc, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, c.Close()) })
 	return c

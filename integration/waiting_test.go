@@ -97,7 +97,7 @@ func testManyWaiters(t *testing.T, s setup) {
 	if s.cluster != nil {
 		masters := map[int]bool{}
 		for _, name := range names {
-			owner, err := s.cluster.MasterOf(t.Context(), slot.Of("rlock:{"+name+"}"))
+			owner, err := s.cluster.MasterOf(t.Context(), slot.Of(lockHash(name)))
 			require.NoError(t, err)
 			masters[owner] = true
 		}
@@ -165,7 +165,7 @@ func TestWaitingSurvivesLostWakeup(t *testing.T) {
 	require.NoError(t, err)
 
 	acquired, got := lockInBackground(t, s.client(t).Mutex(name))
-	channel := "rlock:{" + name + "}:unlock"
+	channel := lockChannel(name)
 	require.Eventually(t, func() bool {
 		res, err := raw.Do(t.Context(), raw.B().PubsubNumsub().Channel(channel).Build()).AsIntMap()
 		return err == nil && res[channel] == 1

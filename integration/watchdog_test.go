@@ -76,7 +76,7 @@ func TestWatchdogDetectsLoss(t *testing.T) {
 			ctx, err := mu.Lock(t.Context())
 			require.NoError(t, err)
 
-			lose(t, "rlock:{"+lockName(t)+"}")
+			lose(t, lockHash(lockName(t)))
 			select {
 			case <-ctx.Done():
 			case <-time.After(watchdogLease/3 + 2*time.Second):
