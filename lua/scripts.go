@@ -38,6 +38,16 @@ func newSource(text string) Source {
 	return Source{Text: text, SHA1: hex.EncodeToString(sum[:])}
 }
 
+// EvalSHA builds, with b, the EVALSHA that runs the script on keys and args.
+func (s Source) EvalSHA(b rueidis.Builder, keys, args []string) rueidis.Completed {
+	return b.Evalsha().Sha1(s.SHA1).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+}
+
+// Eval builds the EVAL that replaces EvalSHA after Redis answered NOSCRIPT.
+func (s Source) Eval(b rueidis.Builder, keys, args []string) rueidis.Completed {
+	return b.Eval().Script(s.Text).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+}
+
 // Release leaves one level of a lock; see release.lua.
 var Release = rueidis.NewLuaScript(releaseSrc)
 

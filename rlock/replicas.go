@@ -69,10 +69,10 @@ type ackedReply struct {
 func (c *Client) acquireAcked(ctx context.Context, keys, args []string) (ackedReply, error) {
 	var out ackedReply
 	err := c.rc.Dedicated(func(dc rueidis.DedicatedClient) error {
-		script := dc.B().Evalsha().Sha1(lua.AcquireSource.SHA1).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+		script := lua.AcquireSource.EvalSHA(dc.B(), keys, args)
 		res := dc.DoMulti(ctx, script, c.waitCommand(dc))
 		if re, ok := rueidis.IsRedisErr(res[0].Error()); ok && re.IsNoScript() {
-			script = dc.B().Eval().Script(lua.AcquireSource.Text).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+			script = lua.AcquireSource.Eval(dc.B(), keys, args)
 			res = dc.DoMulti(ctx, script, c.waitCommand(dc))
 		}
 		reply, err := res[0].AsIntSlice()
