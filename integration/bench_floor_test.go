@@ -82,24 +82,24 @@ func benchFloor(b *testing.B, node *redistest.Node) {
 }
 
 // benchmarkRawScripts runs rlock's acquire and release scripts with the
-// arguments Lock and Unlock send, a fresh request latch each, and nothing
+// arguments Lock and Unlock send, a fresh sequence number each, and nothing
 // else.
 func benchmarkRawScripts(b *testing.B, rc rueidis.Client) {
 	ctx := benchContext(b)
 	k := keys.New("bench:", benchName(b))
-	const field, lease, latchLife = "client:owner", "30000", "11000"
-	request := 0
-	latch := func() string {
-		request++
-		return k.Latch(strconv.Itoa(request))
+	const field, lease, fenceLife = "client:owner", "30000", "40000"
+	seq := 0
+	next := func() string {
+		seq++
+		return strconv.Itoa(seq)
 	}
 	for b.Loop() {
-		acquired, err := lua.Acquire.Exec(ctx, rc, []string{k.Hash, k.Token, latch()},
-			[]string{field, lease, latchLife}).AsIntSlice()
+		acquired, err := lua.Acquire.Exec(ctx, rc, []string{k.Hash, k.Token, k.Fence},
+			[]string{field, next(), "1", lease, "0", fenceLife, "0"}).AsIntSlice()
 		require.NoError(b, err)
 		require.Equal(b, int64(1), acquired[0], "acquire reply %v", acquired)
-		released, err := lua.Release.Exec(ctx, rc, []string{k.Hash, k.Channel, latch()},
-			[]string{field, lease, latchLife, "publish"}).AsIntSlice()
+		released, err := lua.Release.Exec(ctx, rc, []string{k.Hash, k.Channel, k.Fence},
+			[]string{field, next(), "0", "publish", "0", fenceLife}).AsIntSlice()
 		require.NoError(b, err)
 		require.Equal(b, int64(2), released[0], "release reply %v", released)
 	}

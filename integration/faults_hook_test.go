@@ -43,8 +43,8 @@ func ran(res rueidis.RedisResult) bool {
 
 // The rlock scripts a hook can tell apart by their keys.
 const (
-	acquireScript = "acquire" // KEYS: hash, token counter, latch
-	releaseScript = "release" // KEYS: hash, unlock channel, latch
+	acquireScript = "acquire" // KEYS: hash, token counter, fences
+	releaseScript = "release" // KEYS: hash, unlock channel, fences
 )
 
 // scriptOn names the rlock script that cmd runs on the lock whose hash is

@@ -68,8 +68,8 @@ func takeOne(n *atomic.Int32) bool {
 }
 
 // TestFaultLostAcquireReply loses the reply of a first acquire and of a
-// re-entry after each ran: the resend is answered from the request's latch,
-// so the owner holds exactly the levels it asked for, with the token Redis
+// re-entry after each ran: the resend supersedes the lost call and sets the
+// same absolute count, so the owner holds exactly the levels it asked for, with the token Redis
 // issued, and after the last Unlock nothing is left and nothing renews.
 func TestFaultLostAcquireReply(t *testing.T) {
 	node := faultNode(t)
@@ -105,7 +105,7 @@ func TestFaultLostAcquireReply(t *testing.T) {
 
 // TestFaultLostUnlockReply loses the reply of an Unlock after it ran, once
 // with a level left and once on the last level: the resend is answered from
-// the latch, never applied twice, so a lock taken twice is held once after
+// the count it carries, never applied twice, so a lock taken twice is held once after
 // the first Unlock and freed by the second.
 func TestFaultLostUnlockReply(t *testing.T) {
 	node := faultNode(t)

@@ -19,8 +19,8 @@ func lockChannel(name string) string {
 }
 
 // keysOf lists which of lock name's lasting keys (its hash and its fencing
-// counter, under the default prefix) exist. Request latches are left out:
-// they expire on their own.
+// counter, under the default prefix) exist. Fences are left out: they are
+// written only after a lost reply, and expire on their own.
 func keysOf(t *testing.T, rc rueidis.Client, name string) []string {
 	t.Helper()
 	var out []string

@@ -1,7 +1,6 @@
 package lua_test
 
 import (
-	"context"
 	"strconv"
 	"testing"
 	"time"
@@ -16,176 +15,234 @@ import (
 	"github.com/rlock/rlock/lua"
 )
 
-// The arguments every fuzzed script call carries: long enough that nothing
-// expires while one input runs.
-const (
-	fuzzLease = "60000"
-	fuzzLatch = "60000"
-)
-
-// maxExact is the largest fencing counter whose next value a script still
-// reads exactly: Lua numbers are doubles.
-const maxExact = 1<<53 - 1
-
 // lockModel is what the acquire, release and renew scripts should do to one
 // lock, written plainly in Go.
 type lockModel struct {
-	counts  map[string]int64   // owner field -> hold count; one owner at most
-	counted bool               // the fencing counter exists
-	token   int64              // the fencing counter, when it exists
-	floor   int64              // the least token a counter started from the clock may give
-	latched map[string][]int64 // request id -> the reply it was given first
+	holder  string         // the owner holding the lock, or ""
+	count   int            // its hold count
+	lastSeq int            // the seq of its latest call that applied
+	waiters bool           // an acquire was refused while it held
+	fences  map[string]int // owner -> highest superseded seq
+	counted bool           // the fencing counter exists
+	token   int64
 }
 
-// acquire is what acquire.lua should answer to request id from owner, or
-// nil for a refusal. got is what it did answer: a first acquire without a
-// counter starts it from Redis's clock, which the model knows only from
-// below, so it takes that token from got if it is at least floor.
-func (m *lockModel) acquire(owner, id string, got []int64) []int64 {
-	if r, ok := m.latched[id]; ok {
-		return r
+func (m *lockModel) fence(c call) {
+	if c.superseded > m.fences[c.owner] {
+		m.fences[c.owner] = c.superseded
 	}
-	for other, n := range m.counts {
-		if other != owner && n > 0 {
-			return nil
+}
+
+// acquire is what acquire.lua should answer. A first acquire without a
+// counter starts it from Redis's clock, which the model takes from got.
+func (m *lockModel) acquire(c call, got []int64) []int64 {
+	if m.holder == c.owner {
+		if c.seq <= m.lastSeq {
+			return []int64{2, 0}
 		}
+		m.fence(c)
+		m.count, m.lastSeq = c.count, c.seq
+		return []int64{1, int64(c.count), m.token}
 	}
-	m.counts[owner]++
-	switch {
-	case m.counts[owner] > 1:
-	case m.counted:
+	if m.fences[c.owner] >= c.seq {
+		return []int64{2, 0}
+	}
+	m.fence(c)
+	if m.holder != "" {
+		m.waiters = true
+		return nil // refused, with the holder's PTTL
+	}
+	if m.counted {
 		m.token++
-	default:
-		m.counted, m.token = true, m.floor
-		if len(got) == 3 && got[2] >= m.floor {
-			m.token = got[2]
-		}
+	} else if len(got) == 3 {
+		m.counted, m.token = true, got[2]
 	}
-	r := []int64{1, m.counts[owner], m.token}
-	m.latched[id] = r
-	return r
+	m.holder, m.count, m.lastSeq, m.waiters = c.owner, 1, c.seq, false
+	return []int64{1, 1, m.token}
 }
 
-// release is what release.lua should answer to request id from owner.
-func (m *lockModel) release(owner, id string) []int64 {
-	if r, ok := m.latched[id]; ok {
-		return r
+// release is what release.lua should answer.
+func (m *lockModel) release(c call) []int64 {
+	if m.holder != c.owner {
+		m.fence(c)
+		return []int64{0, 0}
 	}
-	r := []int64{0, 0}
-	switch n := m.counts[owner]; {
-	case n > 1:
-		m.counts[owner]--
-		r = []int64{1, n - 1}
-	case n == 1:
-		delete(m.counts, owner)
-		r = []int64{2, 0}
+	if c.seq <= m.lastSeq {
+		return []int64{3, 0}
 	}
-	m.latched[id] = r
-	return r
+	m.fence(c)
+	if c.count > 0 {
+		m.count, m.lastSeq = c.count, c.seq
+		return []int64{1, int64(c.count)}
+	}
+	m.holder, m.count, m.lastSeq, m.waiters = "", 0, 0, false
+	return []int64{2, 0}
 }
 
-// FuzzScripts runs a fuzzed sequence of acquires, releases, resends of an
-// earlier request and renewals by two owners with fuzzed field names on one
-// lock, and checks every reply and the final state in Redis against
-// lockModel: re-entry counts, mutual exclusion, fencing tokens that rise
-// by one on every first acquire (from start, or from Redis's clock when
-// start is negative: no counter yet), and resent requests answered with
-// their first reply, never applied twice.
+// owner is one client of the request protocol, as rlock runs it: one
+// request at a time, each call with a fresh seq, superseding the call whose
+// reply was lost.
+type owner struct {
+	name      string
+	confirmed int  // the count the owner knows it holds
+	unsettled int  // seq of the latest call whose reply it never got
+	release   bool // the request in progress, when unsettled, is a release
+}
+
+// FuzzProtocol runs two owners of one lock through a fuzzed interleaving of
+// the request protocol against real Redis, and checks every reply, and the
+// state after every step, against lockModel. Each op is one byte: bit 0
+// picks the owner, bits 1-3 the step:
 //
-// Each op is one byte: bit 0 picks the owner, the next bits the call
-// (acquire, release, resend, renew). At most 64 ops are run.
-func FuzzScripts(f *testing.F) {
-	f.Add([]byte{0, 2, 4}, "a", "b", int64(0))
-	f.Add([]byte{0, 0, 4, 4, 2, 2, 4, 1, 3, 5, 6, 7}, "a", "b", int64(41))
-	f.Add([]byte{0, 1, 4, 5, 2, 3, 4, 6, 7}, "same", "same", int64(7))
-	f.Add([]byte{0, 4, 2, 4, 4, 4}, "", "{}", int64(maxExact-10))
-	f.Add([]byte{0, 4, 2, 0, 4}, "ключ🔒", "a\x00b", int64(123456789012344))
-	f.Add([]byte{1, 1, 5, 3, 3, 7, 6}, "x", "y", int64(-1))
-	f.Add([]byte{0, 4, 0, 2, 2, 1, 4, 3, 5}, "a", "b", int64(-1))
+//	0, 1  a new acquire (0) or release (1), whose call is answered
+//	2     a new acquire or release whose call runs, but its reply is lost
+//	3     a new acquire or release whose call is held back, unsent
+//	4     resend the request in progress (a new call superseding the last)
+//	5     give up the request in progress: settle it back to the count known
+//	6     deliver the oldest held-back call now: a copy arriving late
+//	7     renew
+//
+// Beyond the model, an owner that has nothing unsettled holds in Redis
+// exactly what it believes it holds, whatever late copies arrive: no call
+// applies twice, none applies after a later one, and none applies after its
+// request was given up.
+func FuzzProtocol(f *testing.F) {
+	f.Add([]byte{0, 2, 8, 1, 3})
+	f.Add([]byte{4, 8, 12, 10, 2})
+	f.Add([]byte{6, 10, 12, 1, 3, 0})
+	f.Add([]byte{0, 0, 6, 8, 12, 2, 12, 12, 2})
+	f.Add([]byte{6, 7, 10, 11, 12, 13, 0, 1, 12, 13, 14})
+	f.Add([]byte{0, 1, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15})
 	rc := redistest.Shared(f).Client(f)
 
-	f.Fuzz(func(t *testing.T, ops []byte, fieldA, fieldB string, start int64) {
+	f.Fuzz(func(t *testing.T, ops []byte) {
 		k := keys.New("fuzz:", uuid.NewString())
-		owners := [2]string{fieldA, fieldB}
-		model := &lockModel{counts: map[string]int64{}, floor: time.Now().UnixMicro(), latched: map[string][]int64{}}
-		do := func(cmd rueidis.Completed) rueidis.RedisResult { return rc.Do(t.Context(), cmd) }
-		if start >= 0 {
-			model.counted, model.token = true, start%maxExact
-			require.NoError(t, do(rc.B().Set().Key(k.Token).Value(strconv.FormatInt(model.token, 10)).Build()).Error())
-		}
-		var requests []string
 		t.Cleanup(func() {
-			latches := make([]string, len(requests))
-			for i, id := range requests {
-				latches[i] = k.Latch(id)
-			}
-			assert.NoError(t, rc.Do(context.Background(), rc.B().Del().Key(k.Hash, k.Token).Key(latches...).Build()).Error())
+			rc.Do(t.Context(), rc.B().Del().Key(k.Hash, k.Token, k.Fence).Build())
 		})
+		model := &lockModel{fences: map[string]int{}}
+		owners := [2]*owner{{name: "a"}, {name: "b"}}
+		seq := 0
+		var held []call
+		var heldRelease []bool
 
-		type request struct {
-			release   bool
-			owner, id string
+		// run sends c and checks the reply against the model; it returns
+		// the reply.
+		run := func(c call, release bool, what string) []int64 {
+			if release {
+				reply := c.release(t, rc, k)
+				assert.Equal(t, model.release(c), reply, "%s: release %+v", what, c)
+				return reply
+			}
+			reply := c.acquire(t, rc, k)
+			if want := model.acquire(c, reply); want != nil {
+				assert.Equal(t, want, reply, "%s: acquire %+v", what, c)
+				return reply
+			}
+			require.Len(t, reply, 2, "%s: acquire %+v is refused", what, c)
+			assert.Equal(t, int64(0), reply[0], "%s: acquire %+v is refused", what, c)
+			assert.Positive(t, reply[1], "%s: the holder's PTTL", what)
+			return reply
 		}
-		var last *request
+		// request makes the next call of o's request: a new one, a resend
+		// or a settling release; fate says what becomes of it.
+		request := func(o *owner, release bool, count int, fate int, what string) {
+			seq++
+			c := call{owner: o.name, seq: seq, count: count, superseded: o.unsettled}
+			o.release = release
+			switch fate {
+			case 2: // runs, reply lost
+				run(c, release, what)
+				o.unsettled = c.seq
+				return
+			case 3: // held back
+				held = append(held, c)
+				heldRelease = append(heldRelease, release)
+				o.unsettled = c.seq
+				return
+			}
+			reply := run(c, release, what)
+			o.unsettled = 0
+			switch {
+			case release:
+				o.confirmed = int(reply[1])
+			case reply[0] == 1:
+				o.confirmed = int(reply[1])
+			}
+		}
+
 		for i, op := range ops[:min(len(ops), 64)] {
-			owner := owners[op&1]
-			req := &request{owner: owner, id: strconv.Itoa(i)}
-			switch (op >> 1) % 4 {
-			case 1:
-				req.release = true
-			case 2:
-				if last != nil {
-					req = last
+			o := owners[op&1]
+			what := "op " + strconv.Itoa(i)
+			switch step := int(op>>1) % 8; step {
+			case 0, 1, 2, 3:
+				if o.unsettled != 0 {
+					continue // one request at a time
 				}
-			case 3:
-				reply, err := lua.Renew.Exec(t.Context(), rc, []string{k.Hash}, []string{fuzzLease, owner}).AsIntSlice()
+				release := step == 1 || (step >= 2 && o.confirmed > 0 && op&16 != 0)
+				if release && o.confirmed == 0 {
+					continue
+				}
+				count := o.confirmed + 1
+				if release {
+					count = o.confirmed - 1
+				}
+				request(o, release, count, step, what)
+			case 4:
+				if o.unsettled == 0 {
+					continue
+				}
+				count := o.confirmed + 1
+				if o.release {
+					count = o.confirmed - 1
+				}
+				request(o, o.release, count, 0, what+" resend")
+			case 5:
+				if o.unsettled == 0 {
+					continue
+				}
+				request(o, true, o.confirmed, 0, what+" settle")
+			case 6:
+				if len(held) == 0 {
+					continue
+				}
+				c, release := held[0], heldRelease[0]
+				held, heldRelease = held[1:], heldRelease[1:]
+				run(c, release, what+" late copy")
+			case 7:
+				reply, err := lua.Renew.Exec(t.Context(), rc, []string{k.Hash}, []string{"60000", o.name}).AsIntSlice()
 				require.NoError(t, err)
-				held := int64(0)
-				if model.counts[owner] > 0 {
-					held = 1
+				want := int64(0)
+				if model.holder == o.name {
+					want = 1
 				}
-				assert.Equal(t, []int64{held}, reply, "op %d: renew by %q", i, owner)
-				continue
+				assert.Equal(t, []int64{want}, reply, "%s: renew by %s", what, o.name)
 			}
-			if req != last {
-				requests = append(requests, req.id)
-			}
-			last = req
 
-			scriptKeys := []string{k.Hash, "", k.Latch(req.id)}
-			if req.release {
-				scriptKeys[1] = k.Channel
-				reply, err := lua.Release.Exec(t.Context(), rc, scriptKeys, []string{req.owner, fuzzLease, fuzzLatch, "publish"}).AsIntSlice()
+			for _, o := range owners {
+				n, err := rc.Do(t.Context(), rc.B().Hget().Key(k.Hash).Field(o.name).Build()).AsInt64()
+				if rueidis.IsRedisNil(err) {
+					n, err = 0, nil
+				}
 				require.NoError(t, err)
-				assert.Equal(t, model.release(req.owner, req.id), reply, "op %d: release %s by %q", i, req.id, req.owner)
-				continue
+				want := 0
+				if model.holder == o.name {
+					want = model.count
+				}
+				assert.Equal(t, int64(want), n, "%s: %s's count in Redis", what, o.name)
+				if o.unsettled == 0 {
+					assert.Equal(t, int64(o.confirmed), n, "%s: settled owner %s holds what it believes", what, o.name)
+				}
 			}
-			scriptKeys[1] = k.Token
-			reply, err := lua.Acquire.Exec(t.Context(), rc, scriptKeys, []string{req.owner, fuzzLease, fuzzLatch}).AsIntSlice()
+			if t.Failed() {
+				return
+			}
+		}
+		if model.holder != "" {
+			ms, err := rc.Do(t.Context(), rc.B().Pttl().Key(k.Hash).Build()).AsInt64()
 			require.NoError(t, err)
-			if want := model.acquire(req.owner, req.id, reply); want != nil {
-				assert.Equal(t, want, reply, "op %d: acquire %s by %q", i, req.id, req.owner)
-				continue
-			}
-			require.Len(t, reply, 2, "op %d: acquire %s by %q is refused", i, req.id, req.owner)
-			assert.Equal(t, int64(0), reply[0], "op %d: acquire %s by %q is refused", i, req.id, req.owner)
-			assert.Positive(t, reply[1], "op %d: the holder's PTTL", i)
-			assert.LessOrEqual(t, reply[1], int64(60000), "op %d: the holder's PTTL", i)
+			assert.Positive(t, ms, "a held lock has a lease")
+			assert.LessOrEqual(t, ms, int64(time.Minute/time.Millisecond), "within the longest lease asked")
 		}
-
-		held, err := do(rc.B().Hgetall().Key(k.Hash).Build()).AsIntMap()
-		require.NoError(t, err)
-		want := map[string]int64{}
-		for owner, n := range model.counts {
-			want[owner] = n
-		}
-		assert.Equal(t, want, held, "hold counts in Redis")
-		token, err := do(rc.B().Get().Key(k.Token).Build()).AsInt64()
-		if !model.counted {
-			assert.True(t, rueidis.IsRedisNil(err), "no fencing counter before a first acquire: %v", err)
-			return
-		}
-		require.NoError(t, err)
-		assert.Equal(t, model.token, token, "fencing counter")
 	})
 }

@@ -1,38 +1,48 @@
 #!lua flags=allow-oom
--- release: leave one level of a reentrant lock; the last level deletes it and
--- wakes a waiter.
+-- release: set one owner's hold count lower, exactly once; at 0 the lock is
+-- deleted and, if anyone waits, the unlock channel is told.
 --
 -- KEYS[1] lock hash         P{N}
 -- KEYS[2] unlock channel    P{N}:unlock
--- KEYS[3] request latch     P{N}:latch:<requestID>
--- ARGV[1] owner field       <clientID>:<ownerToken>
--- ARGV[2] lease in ms, set again while the owner still holds it
--- ARGV[3] latch lifetime in ms
--- ARGV[4] publish command: 'publish', or 'spublish' on a Cluster
+-- KEYS[3] fences            P{N}:fence
+-- ARGV[1] owner field F     <clientID>:<ownerToken>
+-- ARGV[2] seq               this call's sequence number (see acquire.lua)
+-- ARGV[3] count             F's hold count after the call, >= 0: the
+--                           client's confirmed count - 1 for an Unlock, or
+--                           the confirmed count itself to take back what a
+--                           call whose reply never came may have done
+-- ARGV[4] publish command   'publish', or 'spublish' on a Cluster
+-- ARGV[5] superseded        the highest seq of F whose reply never came, or 0
+-- ARGV[6] fence life in ms
 --
--- Reply: {0, 0}     the owner does not hold the lock
+-- Reply: {0, 0}     F does not hold the lock (also when the key was
+--                   overwritten by something that is not a lock)
 --        {1, count} still held, count levels left
---        {2, 0}     released: the key is gone and the channel was told
+--        {2, 0}     released: the key is gone, and waiters were told
+--        {3, 0}     stale: a copy of a superseded call; nothing was done
 --
--- A repeated request (same latch) returns the first reply without counting
--- down twice. allow-oom: releasing must work when Redis is at maxmemory.
-local latched = redis.call('get', KEYS[3])
-if latched then
-    return cjson.decode(latched)
+-- The lease is left as it is: a release never shortens what a live hold
+-- relies on. allow-oom: releasing must work when Redis is at maxmemory.
+local hash, fences, owner = KEYS[1], KEYS[3], ARGV[1]
+local seq, superseded = tonumber(ARGV[2]), tonumber(ARGV[5])
+local seqField = owner .. '#seq'
+
+local held = redis.pcall('hmget', hash, owner, seqField, 'waiters')
+if held.err or not held[1] then
+    fence(fences, owner, superseded, ARGV[6])
+    return {0, 0}
 end
-local reply
-if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
-    reply = {0, 0}
-else
-    local count = redis.call('hincrby', KEYS[1], ARGV[1], -1)
-    if count > 0 then
-        redis.call('pexpire', KEYS[1], ARGV[2])
-        reply = {1, count}
-    else
-        redis.call('del', KEYS[1])
-        redis.call(ARGV[4], KEYS[2], 'unlocked')
-        reply = {2, 0}
-    end
+if tonumber(held[2]) >= seq then
+    return {3, 0}
 end
-redis.call('set', KEYS[3], cjson.encode(reply), 'px', ARGV[3])
-return reply
+fence(fences, owner, superseded, ARGV[6])
+local left = tonumber(ARGV[3])
+if left > 0 then
+    redis.call('hset', hash, owner, left, seqField, seq)
+    return {1, left}
+end
+redis.call('del', hash)
+if held[3] then
+    redis.call(ARGV[4], KEYS[2], 'unlocked')
+end
+return {2, 0}

@@ -6,10 +6,11 @@
 -- ARGV[1]   lease in ms
 -- ARGV[i+1] owner field of hold i
 --
--- Reply: an array with one entry per key: 1 if the owner still held it and
--- its lease was set again, 0 if the lock is gone, held by someone else, or
--- the key is not a lock hash any more.
+-- Reply: an array with one entry per key: 1 if the owner still holds it
+-- (its lease now ends no sooner than lease ms from now), 0 if the lock is
+-- gone, held by someone else, or the key is not a lock hash any more.
 --
+-- PEXPIRE GT only lengthens: a re-entry with a longer fixed lease keeps it.
 -- Owner-checked and so idempotent: safe to resend after a lost reply.
 local lease = ARGV[1]
 local out = {}
@@ -17,7 +18,7 @@ for i = 1, #KEYS do
     -- pcall: a key that is no longer a hash (someone overwrote the lock)
     -- answers WRONGTYPE, which means lost for that hold, not a failed batch.
     if redis.pcall('hexists', KEYS[i], ARGV[i + 1]) == 1 then
-        redis.call('pexpire', KEYS[i], lease)
+        redis.call('pexpire', KEYS[i], lease, 'gt')
         out[i] = 1
     else
         out[i] = 0

@@ -2,6 +2,7 @@ package lua_test
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,14 +17,6 @@ import (
 	"github.com/rlock/rlock/lua"
 )
 
-// script runs one of the scripts and returns its integer reply.
-func script(t *testing.T, rc rueidis.Client, s *rueidis.Lua, keys, args []string) []int64 {
-	t.Helper()
-	reply, err := s.Exec(t.Context(), rc, keys, args).AsIntSlice()
-	require.NoError(t, err)
-	return reply
-}
-
 // lockKeys names a lock for t alone, also when tests run again in one
 // process (-count) against the same Redis.
 func lockKeys(t *testing.T) keys.Keys {
@@ -36,70 +29,174 @@ func uniqueName(t *testing.T) string {
 	return fmt.Sprintf("%s:%d", strings.ReplaceAll(t.Name(), "/", ":"), runs.Add(1))
 }
 
-func acquire(t *testing.T, rc rueidis.Client, k keys.Keys, field, request string) []int64 {
-	return script(t, rc, lua.Acquire, []string{k.Hash, k.Token, k.Latch(request)}, []string{field, "30000", "10000"})
+// call is one script call of the request protocol, as rlock sends it.
+type call struct {
+	owner      string
+	seq        int
+	count      int // acquire: the count after a re-entry; release: the count after
+	superseded int
+	lease      int // ms, acquire only
 }
 
-func release(t *testing.T, rc rueidis.Client, k keys.Keys, field, request string) []int64 {
-	return script(t, rc, lua.Release, []string{k.Hash, k.Channel, k.Latch(request)}, []string{field, "30000", "10000", "publish"})
+const fenceLife = "60000"
+
+func (c call) acquire(t testing.TB, rc rueidis.Client, k keys.Keys) []int64 {
+	t.Helper()
+	reply, err := lua.Acquire.Exec(t.Context(), rc, []string{k.Hash, k.Token, k.Fence}, []string{
+		c.owner, strconv.Itoa(c.seq), strconv.Itoa(c.count), strconv.Itoa(max(c.lease, 30000)),
+		strconv.Itoa(c.superseded), fenceLife, "0",
+	}).AsIntSlice()
+	require.NoError(t, err)
+	return reply
+}
+
+func (c call) release(t testing.TB, rc rueidis.Client, k keys.Keys) []int64 {
+	t.Helper()
+	reply, err := lua.Release.Exec(t.Context(), rc, []string{k.Hash, k.Channel, k.Fence}, []string{
+		c.owner, strconv.Itoa(c.seq), strconv.Itoa(c.count), "publish", strconv.Itoa(c.superseded), fenceLife,
+	}).AsIntSlice()
+	require.NoError(t, err)
+	return reply
+}
+
+func hget(t *testing.T, rc rueidis.Client, key, field string) (int64, bool) {
+	t.Helper()
+	n, err := rc.Do(t.Context(), rc.B().Hget().Key(key).Field(field).Build()).AsInt64()
+	if rueidis.IsRedisNil(err) {
+		return 0, false
+	}
+	require.NoError(t, err)
+	return n, true
+}
+
+func pttl(t *testing.T, rc rueidis.Client, key string) int64 {
+	t.Helper()
+	ms, err := rc.Do(t.Context(), rc.B().Pttl().Key(key).Build()).AsInt64()
+	require.NoError(t, err)
+	return ms
 }
 
 func TestAcquireReentersAndFences(t *testing.T) {
 	rc := redistest.Shared(t).Client(t)
 	k := lockKeys(t)
 
-	first := acquire(t, rc, k, "a", "r1")
+	first := call{owner: "a", seq: 1, count: 1}.acquire(t, rc, k)
 	assert.Equal(t, []int64{1, 1, first[2]}, first, "first acquire: count 1 and a token")
-	assert.Equal(t, []int64{1, 2, first[2]}, acquire(t, rc, k, "a", "r2"), "re-entry: count 2, same token")
+	assert.Equal(t, []int64{1, 2, first[2]}, call{owner: "a", seq: 2, count: 2}.acquire(t, rc, k), "re-entry: count 2, same token")
 
-	busy := acquire(t, rc, k, "b", "r3")
+	busy := call{owner: "b", seq: 1, count: 1}.acquire(t, rc, k)
 	require.Len(t, busy, 2)
 	assert.Equal(t, int64(0), busy[0], "another owner is refused")
 	assert.InDelta(t, 30000, busy[1], 1000, "and told the holder's PTTL")
 
-	assert.Equal(t, []int64{1, 1}, release(t, rc, k, "a", "r4"))
-	assert.Equal(t, []int64{2, 0}, release(t, rc, k, "a", "r5"))
-	next := acquire(t, rc, k, "b", "r6")
+	assert.Equal(t, []int64{1, 1}, call{owner: "a", seq: 3, count: 1}.release(t, rc, k))
+	assert.Equal(t, []int64{2, 0}, call{owner: "a", seq: 4, count: 0}.release(t, rc, k))
+	next := call{owner: "b", seq: 2, count: 1}.acquire(t, rc, k)
 	assert.Equal(t, first[2]+1, next[2], "the next holder's token is higher")
 }
 
-func TestResentRequestsApplyOnce(t *testing.T) {
+// TestResendAndLateCopy plays a first acquire whose reply was lost, its
+// resend, and the lost call's copy arriving late, before and after the
+// release: the copy is refused both times and nothing counts twice.
+func TestResendAndLateCopy(t *testing.T) {
 	rc := redistest.Shared(t).Client(t)
 	k := lockKeys(t)
 
-	once := acquire(t, rc, k, "a", "acq")
-	assert.Equal(t, once, acquire(t, rc, k, "a", "acq"), "a resent acquire gets the first reply")
-	count, err := rc.Do(t.Context(), rc.B().Hget().Key(k.Hash).Field("a").Build()).AsInt64()
-	require.NoError(t, err)
-	assert.Equal(t, int64(1), count, "a resent acquire does not count twice")
+	lost := call{owner: "a", seq: 10, count: 1}
+	issued := lost.acquire(t, rc, k) // ran; its reply is lost
+	resent := call{owner: "a", seq: 11, count: 1, superseded: 10}.acquire(t, rc, k)
+	assert.Equal(t, issued, resent, "the resend reports the grant, with its token")
+	n, _ := hget(t, rc, k.Hash, "a")
+	assert.Equal(t, int64(1), n, "the resend does not count twice")
 
-	acquire(t, rc, k, "a", "acq2")
-	assert.Equal(t, []int64{1, 1}, release(t, rc, k, "a", "rel"))
-	assert.Equal(t, []int64{1, 1}, release(t, rc, k, "a", "rel"), "a resent release gets the first reply")
-	count, err = rc.Do(t.Context(), rc.B().Hget().Key(k.Hash).Field("a").Build()).AsInt64()
+	assert.Equal(t, []int64{2, 0}, lost.acquire(t, rc, k), "the late copy is stale while held")
+	assert.Equal(t, []int64{2, 0}, call{owner: "a", seq: 12, count: 0}.release(t, rc, k), "released")
+	assert.Equal(t, []int64{2, 0}, lost.acquire(t, rc, k), "the late copy is stale once released too")
+	assertGone(t, rc, k.Hash)
+}
+
+// TestGiveUpSettles plays an acquire given up with its reply missing, once
+// after it ran and once before: the settling release takes back what it
+// did, and the copy arriving later is refused.
+func TestGiveUpSettles(t *testing.T) {
+	rc := redistest.Shared(t).Client(t)
+	k := lockKeys(t)
+
+	ran := call{owner: "a", seq: 20, count: 1}
+	ran.acquire(t, rc, k)
+	assert.Equal(t, []int64{2, 0}, call{owner: "a", seq: 21, count: 0, superseded: 20}.release(t, rc, k), "settling frees what the lost call took")
+	assert.Equal(t, []int64{2, 0}, ran.acquire(t, rc, k), "a second copy is stale")
+	assertGone(t, rc, k.Hash)
+
+	pending := call{owner: "a", seq: 22, count: 1}
+	assert.Equal(t, []int64{0, 0}, call{owner: "a", seq: 23, count: 0, superseded: 22}.release(t, rc, k), "nothing to take back")
+	assert.Equal(t, []int64{2, 0}, pending.acquire(t, rc, k), "the copy arriving after the give-up is stale")
+	assertGone(t, rc, k.Hash)
+	assert.Positive(t, pttl(t, rc, k.Fence), "the fence expires")
+
+	got := call{owner: "a", seq: 24, count: 1}.acquire(t, rc, k)
+	assert.Equal(t, int64(1), got[0], "a later call of the owner passes the fence")
+}
+
+// TestReentryOnlyLengthens checks that no call shortens a live lease: a
+// re-entry with a shorter lease, a release with levels left, a renewal.
+func TestReentryOnlyLengthens(t *testing.T) {
+	rc := redistest.Shared(t).Client(t)
+	k := lockKeys(t)
+	call{owner: "a", seq: 1, count: 1, lease: 50000}.acquire(t, rc, k)
+	call{owner: "a", seq: 2, count: 2, lease: 100}.acquire(t, rc, k)
+	assert.Greater(t, pttl(t, rc, k.Hash), int64(45000), "a shorter re-entry keeps the longer lease")
+	call{owner: "a", seq: 3, count: 1}.release(t, rc, k)
+	assert.Greater(t, pttl(t, rc, k.Hash), int64(45000), "a release keeps the lease")
+	reply, err := lua.Renew.Exec(t.Context(), rc, []string{k.Hash}, []string{"1000", "a"}).AsIntSlice()
 	require.NoError(t, err)
-	assert.Equal(t, int64(1), count, "a resent release does not count down twice")
+	assert.Equal(t, []int64{1}, reply, "still held")
+	assert.Greater(t, pttl(t, rc, k.Hash), int64(45000), "a renewal keeps the longer lease")
+	call{owner: "a", seq: 4, count: 3, lease: 90000}.acquire(t, rc, k)
+	assert.Greater(t, pttl(t, rc, k.Hash), int64(85000), "a longer re-entry lengthens it")
 }
 
 func TestReleaseByNonOwnerKeepsLock(t *testing.T) {
 	rc := redistest.Shared(t).Client(t)
 	k := lockKeys(t)
-	acquire(t, rc, k, "a", "r1")
+	call{owner: "a", seq: 1, count: 1}.acquire(t, rc, k)
 
-	assert.Equal(t, []int64{0, 0}, release(t, rc, k, "b", "r2"), "not held by b")
-	count, err := rc.Do(t.Context(), rc.B().Hget().Key(k.Hash).Field("a").Build()).AsInt64()
-	require.NoError(t, err)
-	assert.Equal(t, int64(1), count, "a's hold is intact")
+	assert.Equal(t, []int64{0, 0}, call{owner: "b", seq: 1, count: 0}.release(t, rc, k), "not held by b")
+	n, _ := hget(t, rc, k.Hash, "a")
+	assert.Equal(t, int64(1), n, "a's hold is intact")
 }
 
-func TestReleasePublishesOnFree(t *testing.T) {
+// TestWrongTypeWritesNothing overwrites a lock's key with a string: acquire
+// fails before writing anything, and release answers "not held".
+func TestWrongTypeWritesNothing(t *testing.T) {
+	rc := redistest.Shared(t).Client(t)
+	k := lockKeys(t)
+	require.NoError(t, rc.Do(t.Context(), rc.B().Set().Key(k.Hash).Value("x").Build()).Error())
+	_, err := lua.Acquire.Exec(t.Context(), rc, []string{k.Hash, k.Token, k.Fence},
+		[]string{"a", "1", "1", "30000", "0", fenceLife, "0"}).AsIntSlice()
+	assert.ErrorContains(t, err, "WRONGTYPE")
+	for _, key := range []string{k.Token, k.Fence} {
+		assertGone(t, rc, key)
+	}
+	assert.Equal(t, []int64{0, 0}, call{owner: "a", seq: 2, count: 0, superseded: 1}.release(t, rc, k))
+
+	k = lockKeys(t)
+	require.NoError(t, rc.Do(t.Context(), rc.B().Set().Key(k.Token).Value("not a number").Build()).Error())
+	_, err = lua.Acquire.Exec(t.Context(), rc, []string{k.Hash, k.Token, k.Fence},
+		[]string{"a", "1", "1", "30000", "0", fenceLife, "0"}).AsIntSlice()
+	assert.Error(t, err, "a fencing counter that is not a number")
+	assertGone(t, rc, k.Hash)
+}
+
+// TestReleasePublishesOnlyToWaiters: the final release publishes when an
+// acquire was refused meanwhile, and not otherwise.
+func TestReleasePublishesOnlyToWaiters(t *testing.T) {
 	node := redistest.Shared(t)
 	rc, sub := node.Client(t), node.Client(t)
 	k := lockKeys(t)
-	acquire(t, rc, k, "a", "r1")
 
+	messages := make(chan string, 4)
 	subscribed := make(chan struct{})
-	messages := make(chan string, 1)
 	done := make(chan error)
 	ctx := rueidis.WithOnSubscriptionHook(t.Context(), func(s rueidis.PubSubSubscription) {
 		if s.Kind == "subscribe" {
@@ -116,13 +213,19 @@ func TestReleasePublishesOnFree(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the subscription was not confirmed")
 	}
-	assert.Equal(t, []int64{2, 0}, release(t, rc, k, "a", "r2"))
+
+	call{owner: "a", seq: 1, count: 1}.acquire(t, rc, k)
+	assert.Equal(t, []int64{2, 0}, call{owner: "a", seq: 2, count: 0}.release(t, rc, k))
+	call{owner: "a", seq: 3, count: 1}.acquire(t, rc, k)
+	assert.Equal(t, int64(0), call{owner: "b", seq: 1, count: 1}.acquire(t, rc, k)[0], "b waits")
+	assert.Equal(t, []int64{2, 0}, call{owner: "a", seq: 4, count: 0}.release(t, rc, k))
 	select {
 	case m := <-messages:
-		assert.Equal(t, "unlocked", m, "the final release publishes")
+		assert.Equal(t, "unlocked", m, "the release with a waiter publishes")
 	case <-time.After(5 * time.Second):
-		t.Error("the final release published nothing")
+		t.Fatal("the release with a waiter published nothing")
 	}
+	assert.Empty(t, messages, "the release without waiters published nothing")
 	require.NoError(t, sub.Do(t.Context(), sub.B().Unsubscribe().Channel(k.Channel).Build()).Error())
 	require.NoError(t, <-done)
 }
@@ -130,7 +233,7 @@ func TestReleasePublishesOnFree(t *testing.T) {
 func TestForceRelease(t *testing.T) {
 	rc := redistest.Shared(t).Client(t)
 	k := lockKeys(t)
-	acquire(t, rc, k, "a", "r1")
+	call{owner: "a", seq: 1, count: 1}.acquire(t, rc, k)
 	args := []string{"publish"}
 	keys := []string{k.Hash, k.Channel}
 	n, err := lua.ForceRelease.Exec(t.Context(), rc, keys, args).AsInt64()
@@ -146,11 +249,17 @@ func TestRenewChecksOwner(t *testing.T) {
 	// One call renews keys of one slot: two names with one hash tag.
 	tag := uniqueName(t)
 	tagged := []keys.Keys{keys.New("test:", "{"+tag+"}1"), keys.New("test:", "{"+tag+"}2")}
-	acquire(t, rc, tagged[0], "a", "r3")
-	acquire(t, rc, tagged[1], "b", "r4")
-	reply := script(t, rc, lua.Renew, []string{tagged[0].Hash, tagged[1].Hash}, []string{"60000", "a", "a"})
-	assert.Equal(t, []int64{1, 0}, reply, "only the owner's hold is renewed")
-	ttl, err := rc.Do(t.Context(), rc.B().Pttl().Key(tagged[0].Hash).Build()).AsInt64()
+	call{owner: "a", seq: 1, count: 1}.acquire(t, rc, tagged[0])
+	call{owner: "b", seq: 1, count: 1}.acquire(t, rc, tagged[1])
+	reply, err := lua.Renew.Exec(t.Context(), rc, []string{tagged[0].Hash, tagged[1].Hash}, []string{"60000", "a", "a"}).AsIntSlice()
 	require.NoError(t, err)
-	assert.Greater(t, ttl, int64(30000), "the renewed lease is the new one")
+	assert.Equal(t, []int64{1, 0}, reply, "only the owner's hold is renewed")
+	assert.Greater(t, pttl(t, rc, tagged[0].Hash), int64(30000), "the renewed lease is the new one")
+}
+
+func assertGone(t *testing.T, rc rueidis.Client, key string) {
+	t.Helper()
+	n, err := rc.Do(t.Context(), rc.B().Exists().Key(key).Build()).AsInt64()
+	require.NoError(t, err)
+	assert.Zero(t, n, "%s does not exist", key)
 }

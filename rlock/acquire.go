@@ -2,9 +2,9 @@ package rlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/rlock/rlock/lua"
@@ -16,10 +16,9 @@ const waitForever time.Duration = -1
 // grant is the acquire script's answer.
 type grant struct {
 	acquired bool
+	count    int           // the owner's hold count, when acquired
 	token    int64         // fencing token of the hold, when acquired
 	pttl     time.Duration // the holder's remaining lease, when not acquired
-	sent     time.Time     // when the request was first sent
-	lease    time.Duration // the lease the request set
 }
 
 // acquire takes the lock for ctx's owner, waiting up to wait (waitForever:
@@ -29,12 +28,15 @@ func (m *Mutex) acquire(ctx context.Context, wait, lease time.Duration) (context
 	if err := m.check(ctx); err != nil {
 		return ctx, false, m.wrap(err)
 	}
+	if err := ctx.Err(); err != nil {
+		return ctx, false, m.wrap(fmt.Errorf("rlock: acquire: %w", err))
+	}
 	octx, o := withOwner(ctx)
 	id := holdID{key: m.keys.Hash, field: m.c.field(o)}
 
-	g, err := m.attempt(ctx, id, lease)
+	lctx, g, err := m.attempt(octx, id, lease, false)
 	if err == nil && !g.acquired && wait != 0 {
-		g, err = m.wait(ctx, id, wait, lease)
+		lctx, g, err = m.wait(octx, id, wait, lease)
 	}
 	switch {
 	case err != nil:
@@ -42,24 +44,53 @@ func (m *Mutex) acquire(ctx context.Context, wait, lease time.Duration) (context
 	case !g.acquired:
 		return ctx, false, nil
 	}
-	lctx, err := m.register(octx, id, lease, g)
-	if err != nil {
-		return ctx, false, m.wrap(err)
-	}
 	return lctx, true, nil
 }
 
-// attempt runs the acquire script once for id. The request is resent while
-// its outcome is unknown; if it stays unknown (or ctx ends meanwhile), the
-// outcome is settled so that no hold is left behind.
-func (m *Mutex) attempt(ctx context.Context, id holdID, lease time.Duration) (grant, error) {
-	rctx, cancel := context.WithTimeout(ctx, m.c.cfg.retryTimeout)
-	g, req, err := m.request(rctx, id, lease)
-	cancel()
-	if err != nil {
-		if inTransit(err) {
-			m.settle(ctx, req)
+// attempt runs one acquire for id in its owner's turn and, when granted,
+// returns the lock context: ctx when it already carries the hold (a
+// re-entry), else ctx bound to the hold. A grant whose context would be done
+// at once (ctx ended meanwhile, or the hold did) is given back: Lock never
+// succeeds with a done context.
+func (m *Mutex) attempt(ctx context.Context, id holdID, lease time.Duration, waiting bool) (context.Context, grant, error) {
+	lctx := ctx
+	g, err := m.tryOnce(ctx, id, lease, waiting, func(s *slot) error {
+		if !s.hold.carriedBy(ctx) {
+			lctx = s.hold.bind(ctx)
 		}
+		if lctx.Err() == nil {
+			return nil
+		}
+		if _, err := m.leave(ctx, s, s.count-1); err != nil {
+			m.c.cfg.logger.Warn("rlock: could not give back a level granted to a done context; its lease will free it", "key", m.keys.Hash, "err", err)
+		}
+		return context.Cause(lctx)
+	})
+	if err != nil || !g.acquired {
+		return ctx, g, err
+	}
+	return lctx, g, nil
+}
+
+// tryOnce runs one acquire for id in its owner's turn, bounded by the retry
+// timeout, and settles it when its reply never came. When it is granted, it
+// calls granted in the turn, with the slot recording the grant; an error
+// from granted fails the acquire. waiting says the caller waits on the
+// unlock channel.
+func (m *Mutex) tryOnce(ctx context.Context, id holdID, lease time.Duration, waiting bool, granted func(*slot) error) (grant, error) {
+	s, err := m.c.take(ctx, id)
+	if err != nil {
+		return grant{}, fmt.Errorf("rlock: acquire: %w", err)
+	}
+	defer m.c.give(s)
+	rctx, cancel := context.WithTimeout(ctx, m.c.cfg.retryTimeout)
+	g, err := m.grant(rctx, s, lease, waiting)
+	cancel()
+	if err == nil && g.acquired {
+		err = granted(s)
+	}
+	if err != nil {
+		m.settle(ctx, s)
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
@@ -68,94 +99,80 @@ func (m *Mutex) attempt(ctx context.Context, id holdID, lease time.Duration) (gr
 	return g, nil
 }
 
-// acquireRequest is one acquire script call, kept so that it can be resent.
-type acquireRequest struct {
+// grant sends one acquire for slot s, whose turn the caller has, and records
+// a grant in s: its count and its hold, which the watchdog renews when
+// lease is 0. waiting marks the lock so that its release wakes the waiters
+// behind this one. On an error the request may be unsettled; the caller
+// settles it.
+func (m *Mutex) grant(ctx context.Context, s *slot, lease time.Duration, waiting bool) (grant, error) {
+	set := lease
+	if set == 0 {
+		set = m.c.cfg.lease
+	}
+	reply, sent, err := m.sendAcquire(ctx, m.acquireCall(s, set, waiting), s)
+	if err != nil {
+		return grant{}, err
+	}
+	g, err := parseGrant(reply)
+	if err != nil || !g.acquired {
+		return g, err
+	}
+	s.count = g.count
+	h := s.activeHold()
+	if h == nil {
+		h = newHold(m.c, s.id, g.token)
+		m.c.setHold(s, h)
+	}
+	if err := h.apply(sent, set, lease == 0); err != nil {
+		m.leave(ctx, s, g.count-1)
+		return grant{}, err
+	}
+	return g, nil
+}
+
+// scriptCall is one script's keys and arguments; the request protocol fills
+// in the sequence numbers, args[1] and args[4], per call.
+type scriptCall struct {
 	keys, args []string
-	lease      time.Duration // the lease it sets
 }
 
-// request sends one acquire for id, resending it while its outcome is
-// unknown, until ctx is done. lease 0 is the watchdog's lease; so is any
-// lease while the watchdog already renews the hold.
-func (m *Mutex) request(ctx context.Context, id holdID, lease time.Duration) (grant, acquireRequest, error) {
-	req := acquireRequest{lease: lease}
-	if lease == 0 {
-		req.lease = m.c.cfg.lease
+// acquireCall is the acquire script's call for slot s, setting lease.
+func (m *Mutex) acquireCall(s *slot, lease time.Duration, waiting bool) scriptCall {
+	flag := "0"
+	if waiting {
+		flag = "1"
 	}
-	if h := m.c.lookup(id); h != nil && h.watchdogged() {
-		req.lease = m.c.cfg.lease
+	return scriptCall{
+		keys: []string{m.keys.Hash, m.keys.Token, m.keys.Fence},
+		args: []string{s.id.field, "", strconv.Itoa(s.count + 1), millis(lease), "", millis(m.c.fenceLife()), flag},
 	}
-	req.keys = []string{m.keys.Hash, m.keys.Token, m.keys.Latch(m.c.requestID())}
-	req.args = []string{id.field, millis(req.lease), millis(m.c.latchLife())}
-	reply, sent, err := m.sendAcquire(ctx, req)
-	if err != nil {
-		return grant{}, req, err
-	}
-	g, err := parseGrant(reply, sent)
-	g.lease = req.lease
-	return g, req, err
 }
 
-// settle resolves an acquire whose outcome is unknown: it resends the same
-// request, which the latch answers with the first outcome if that one ran,
-// and gives back the level it was granted. It runs even when ctx is done,
-// bounded by the retry timeout; if Redis stays unreachable, the lease bounds
-// the orphan.
-func (m *Mutex) settle(ctx context.Context, req acquireRequest) {
-	sctx, cancel := m.c.detached(ctx)
-	defer cancel()
-	reply, _, err := m.c.run(sctx, lua.Acquire, req.keys, req.args)
-	if err != nil {
-		m.c.cfg.logger.Warn("rlock: acquire outcome unknown; the lease will free it", "key", m.keys.Hash, "err", err)
+// settle takes back whatever an acquire whose reply never came may have
+// done: a release call back to the confirmed count supersedes the lost
+// calls, so that none of them can apply later, and undoes the one that did.
+// It runs in the slot's turn even when ctx is done, bounded by the retry
+// timeout; if Redis stays unreachable, the lease bounds an orphan level and
+// the owner's next call on the lock fences the lost ones.
+func (m *Mutex) settle(ctx context.Context, s *slot) {
+	if s.unsettled == 0 {
 		return
 	}
-	if g, err := parseGrant(reply, time.Time{}); err == nil && g.acquired {
-		if _, _, err := m.release(sctx, req.args[0], req.lease); err != nil {
-			m.c.cfg.logger.Warn("rlock: giving back an abandoned acquire failed", "key", m.keys.Hash, "err", err)
-		}
+	if _, err := m.leave(ctx, s, s.count); err != nil {
+		m.c.cfg.logger.Warn("rlock: could not settle an acquire whose reply was lost; its lease will free it", "key", m.keys.Hash, "err", err)
 	}
 }
 
-// register turns a granted acquire into a hold and returns the context that
-// carries it.
-func (m *Mutex) register(ctx context.Context, id holdID, lease time.Duration, g grant) (context.Context, error) {
-	h, err := m.keep(ctx, id, lease, g)
-	if err != nil {
-		return ctx, err
-	}
-	if h.carriedBy(ctx) {
-		return ctx, nil
-	}
-	return h.bind(ctx), nil
-}
-
-// keep records a granted acquire in this Client's hold for id; lease 0
-// hands it to the watchdog. If the hold cannot be kept (Close ran
-// meanwhile), the level just granted is given back.
-func (m *Mutex) keep(ctx context.Context, id holdID, lease time.Duration, g grant) (*hold, error) {
-	h, err := m.c.join(id, g.token)
-	if err == nil {
-		err = h.apply(g.sent, g.lease, lease == 0)
-	}
-	if err != nil {
-		rctx, cancel := m.c.detached(ctx)
-		defer cancel()
-		if _, _, rerr := m.release(rctx, id.field, g.lease); rerr != nil {
-			err = errors.Join(err, rerr)
-		}
-		return nil, err
-	}
-	return h, nil
-}
-
-// parseGrant reads the acquire script's reply: {1, count, token} or
-// {0, pttl}.
-func parseGrant(reply []int64, sent time.Time) (grant, error) {
+// parseGrant reads the acquire script's reply: {1, count, token}, {0, pttl}
+// or {2, 0} (a stale copy, never the answer to a live request).
+func parseGrant(reply []int64) (grant, error) {
 	switch {
-	case len(reply) == 3 && reply[0] == 1 && reply[1] > 0:
-		return grant{acquired: true, token: reply[2], sent: sent}, nil
+	case len(reply) == 3 && reply[0] == 1 && reply[1] > 0 && reply[1] <= math.MaxInt32:
+		return grant{acquired: true, count: int(reply[1]), token: reply[2]}, nil
 	case len(reply) == 2 && reply[0] == 0:
-		return grant{pttl: fromMillis(reply[1]), sent: sent}, nil
+		return grant{pttl: fromMillis(reply[1])}, nil
+	case len(reply) == 2 && reply[0] == 2:
+		return grant{}, errStale
 	}
 	return grant{}, fmt.Errorf("rlock: unexpected acquire reply %v", reply)
 }
@@ -175,13 +192,7 @@ func fromMillis(ms int64) time.Duration {
 	return time.Duration(ms) * time.Millisecond
 }
 
-// latchLife is how long Redis keeps the reply to one request: longer than
-// any resend of it (an acquire's and its settling's, two retry timeouts).
-// A retry timeout so long that this overflows keeps latches for as long as
-// a Duration lasts.
-func (c *Client) latchLife() time.Duration {
-	if c.cfg.retryTimeout > (math.MaxInt64-time.Second)/2 {
-		return math.MaxInt64
-	}
-	return 2*c.cfg.retryTimeout + time.Second
+// runAcquire sends the acquire script through the rueidis client.
+func (m *Mutex) runAcquire(ctx context.Context, keys, args []string) ([]int64, error) {
+	return lua.Acquire.Exec(ctx, m.c.rc, keys, args).AsIntSlice()
 }

@@ -3,7 +3,6 @@ package rlock
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -22,15 +21,15 @@ import (
 type Client struct {
 	rc      rueidis.Client
 	cfg     config
-	id      string // prefixes every owner field, <id>:<ownerToken>, and request id
-	reqs    atomic.Uint64
-	publish string // "publish", or "spublish" on a Cluster
+	id      string        // prefixes every owner field, <id>:<ownerToken>
+	seq     atomic.Uint64 // numbers every script call of the request protocol
+	publish string        // "publish", or "spublish" on a Cluster
 	dog     *watchdog.Watchdog
 	subs    *pubsub.Subscriber
 
 	mu     sync.Mutex
-	holds  map[holdID]*hold
-	closed chan struct{} // closed by Close
+	slots  map[holdID]*slot // nil once closed
+	closed chan struct{}    // closed by Close
 }
 
 // New returns a Client that locks through rc. rc stays the caller's: Close
@@ -60,7 +59,7 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 		publish: "publish",
 		dog:     dog,
 		subs:    pubsub.New(rc, cluster, cfg.logger),
-		holds:   make(map[holdID]*hold),
+		slots:   make(map[holdID]*slot),
 		closed:  make(chan struct{}),
 	}
 	if cluster {
@@ -74,7 +73,7 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 // invalid name is reported by the handle's first call.
 func (c *Client) Mutex(name string) *Mutex {
 	m := &Mutex{c: c, name: name}
-	if c == nil {
+	if c == nil || c.rc == nil {
 		m.err = ErrNilClient
 	} else if err := keys.CheckName(name); err != nil {
 		m.err = fmt.Errorf("%w: %w", ErrInvalidName, err)
@@ -90,7 +89,7 @@ func (c *Client) Mutex(name string) *Mutex {
 // Close does not release locks and does not close the rueidis client. It
 // returns once its goroutines have exited; calling it again does nothing.
 func (c *Client) Close() error {
-	if c == nil {
+	if c == nil || c.rc == nil {
 		return ErrNilClient
 	}
 	c.mu.Lock()
@@ -101,8 +100,13 @@ func (c *Client) Close() error {
 	default:
 	}
 	close(c.closed)
-	holds := c.holds
-	c.holds = nil
+	var holds []*hold
+	for _, s := range c.slots {
+		if s.hold != nil {
+			holds = append(holds, s.hold)
+		}
+	}
+	c.slots = nil
 	c.mu.Unlock()
 
 	// The watchdog stops first: that cuts short a renewal round in flight,
@@ -125,50 +129,9 @@ func (c *Client) usable() error {
 	}
 }
 
-// requestID names one acquire or release request, for its latch: unique
-// across processes (the Client's UUID) and cheaper than a UUID of its own.
-func (c *Client) requestID() string {
-	return c.id + "." + strconv.FormatUint(c.reqs.Add(1), 36)
-}
-
 // field is the hash field that names owner o of this Client.
 func (c *Client) field(o *owner) string {
 	return c.id + ":" + o.token
-}
-
-// lookup returns the active hold id names, or nil.
-func (c *Client) lookup(id holdID) *hold {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if h := c.holds[id]; h != nil && h.active() {
-		return h
-	}
-	return nil
-}
-
-// join returns the hold that an acquire granted as id: the active one, or a
-// new one registered now. It fails with ErrClosed after Close.
-func (c *Client) join(id holdID, token int64) (*hold, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.holds == nil {
-		return nil, ErrClosed
-	}
-	if h := c.holds[id]; h != nil && h.active() {
-		return h, nil
-	}
-	h := newHold(c, id, token)
-	c.holds[id] = h
-	return h, nil
-}
-
-// forget drops h from the Client's holds, if it is still the one there.
-func (c *Client) forget(h *hold) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.holds[h.id] == h {
-		delete(c.holds, h.id)
-	}
 }
 
 // holdsOn returns the active holds this Client has on the lock at key.
@@ -176,9 +139,9 @@ func (c *Client) holdsOn(key string) []*hold {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []*hold
-	for id, h := range c.holds {
-		if id.key == key {
-			out = append(out, h)
+	for id, s := range c.slots {
+		if id.key == key && s.hold != nil {
+			out = append(out, s.hold)
 		}
 	}
 	return out

@@ -33,6 +33,11 @@ var (
 	// ErrInvalidName is returned for an empty lock name.
 	ErrInvalidName = errors.New("rlock: invalid lock name")
 
+	// ErrInvalidArgument is returned for an option or a MultiLock that
+	// cannot work: a nil logger, a negative replica count, a MultiLock of
+	// no mutexes, a nil one, or two from one Client on one lock.
+	ErrInvalidArgument = errors.New("rlock: invalid argument")
+
 	// ErrInvalidDuration is returned for a negative wait, or a lease or
 	// option duration out of range.
 	ErrInvalidDuration = errors.New("rlock: invalid duration")

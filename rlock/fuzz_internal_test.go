@@ -47,18 +47,17 @@ func FuzzParseGrant(f *testing.F) {
 	for _, seed := range replySeeds {
 		f.Add(seed)
 	}
-	sent := time.Now()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := int64s(data)
-		g, err := parseGrant(r, sent)
+		g, err := parseGrant(r)
 		if err != nil {
 			return
 		}
-		assert.Equal(t, sent, g.sent)
 		if g.acquired {
 			require.Len(t, r, 3)
 			assert.Equal(t, int64(1), r[0])
-			assert.Positive(t, r[1], "hold count")
+			assert.Positive(t, g.count, "hold count")
+			assert.Equal(t, r[1], int64(g.count))
 			assert.Equal(t, r[2], g.token)
 			return
 		}
@@ -77,27 +76,31 @@ func FuzzParseGrant(f *testing.F) {
 }
 
 // FuzzParseRelease feeds any reply to the release reply parser: it is
-// either refused, or one of the three outcomes the script documents.
+// either refused, or one of the three outcomes the script documents, with
+// a count left that is positive exactly when the lock is still held.
 func FuzzParseRelease(f *testing.F) {
 	for _, seed := range replySeeds {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := int64s(data)
-		result, err := parseRelease(r)
+		result, left, err := parseRelease(r)
 		if err != nil {
 			return
 		}
 		require.Len(t, r, 2)
 		assert.Contains(t, []released{notHeld, stillHeld, freed}, result)
 		assert.Equal(t, r[0], int64(result))
+		assert.Equal(t, r[1], int64(left))
+		assert.Equal(t, result == stillHeld, left > 0, "levels left when still held, none otherwise")
 	})
 }
 
 // FuzzRequestLimits checks, for any retry timeout and lease the options
-// accept, the numbers a request carries: the latch outlives every resend of
-// its request (an acquire's, then its settling's: two retry timeouts), and
-// every millisecond argument is a positive integer that Redis accepts.
+// accept, the numbers a request carries: a fence outlives every resend of
+// its request (an acquire's, then its settling's: two retry timeouts) and a
+// lease, and every millisecond argument is a positive integer that Redis
+// accepts.
 func FuzzRequestLimits(f *testing.F) {
 	for _, d := range []time.Duration{
 		0, -1, 1, time.Millisecond, DefaultRetryTimeout, time.Hour, math.MaxInt64, math.MaxInt64 / 2,
@@ -107,13 +110,13 @@ func FuzzRequestLimits(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, retryTimeout, lease int64) {
 		cfg := defaultConfig()
-		if WithRetryTimeout(time.Duration(retryTimeout))(&cfg) != nil {
+		if WithRetryTimeout(time.Duration(retryTimeout))(&cfg) != nil || WithLeaseTime(time.Duration(lease))(&cfg) != nil {
 			return
 		}
 		c := &Client{cfg: cfg}
-		life := c.latchLife()
-		assert.True(t, life-cfg.retryTimeout >= cfg.retryTimeout || life == math.MaxInt64,
-			"the latch, %v, outlives two retry timeouts of %v", life, cfg.retryTimeout)
+		life := c.fenceLife()
+		assert.True(t, life == math.MaxInt64 || (life-cfg.lease-cfg.retryTimeout >= cfg.retryTimeout),
+			"the fence, %v, outlives a lease of %v and two retry timeouts of %v", life, cfg.lease, cfg.retryTimeout)
 		for _, d := range []time.Duration{life, time.Duration(lease)} {
 			ms, err := strconv.ParseInt(millis(d), 10, 64)
 			require.NoError(t, err)

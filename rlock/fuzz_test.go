@@ -134,7 +134,7 @@ func FuzzDurations(f *testing.F) {
 
 // fuzzMutex returns a Mutex of c on a lock of its own, whose keys are
 // deleted when t ends: a fuzzed lease or retry timeout may leave a lock
-// held, or a request latch, for years.
+// held, or a fence, for years.
 func fuzzMutex(t *testing.T, c *rlock.Client, rc rueidis.Client) *rlock.Mutex {
 	name := uuid.NewString()
 	t.Cleanup(func() {

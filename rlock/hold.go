@@ -9,12 +9,6 @@ import (
 	"github.com/rlock/rlock/watchdog"
 )
 
-// holdID names one owner's hold on one lock within a Client.
-type holdID struct {
-	key   string // the lock's hash key
-	field string // <clientID>:<ownerToken>
-}
-
 // holdKey is the context key under which a lock context carries its hold.
 type holdKey struct {
 	c   *Client
@@ -29,8 +23,8 @@ var errDeadlinePassed = fmt.Errorf("%w: lease deadline passed without renewal", 
 // fencing token, its lease, the local deadline by which a renewal must have
 // been confirmed, and the context that ends when it may no longer be held.
 //
-// The count of re-entries lives in Redis only; a hold exists from the first
-// acquire until the final Unlock, a loss, or Client.Close.
+// The count of re-entries lives in the owner's slot; a hold exists from the
+// first acquire until the final Unlock, a loss, or Client.Close.
 type hold struct {
 	c     *Client
 	id    holdID
@@ -38,11 +32,11 @@ type hold struct {
 
 	life *lifetime // done when the hold ends; its cause says why
 
-	mu      sync.Mutex
-	ended   bool
-	lease   time.Duration  // lease set on the key by the latest acquire or renew
-	watched *watchdog.Hold // non-nil while the watchdog renews this hold
-	expiry  *time.Timer    // fires at the local deadline
+	mu       sync.Mutex
+	ended    bool
+	deadline time.Time      // the local deadline: no other owner can take the lock before it
+	watched  *watchdog.Hold // non-nil while the watchdog renews this hold
+	expiry   *time.Timer    // fires at the local deadline
 }
 
 func newHold(c *Client, id holdID, token int64) *hold {
@@ -66,23 +60,10 @@ func (h *hold) active() bool {
 	return h.life.Err() == nil
 }
 
-// watchdogged reports whether the watchdog renews h.
-func (h *hold) watchdogged() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.watched != nil
-}
-
-// currentLease is the lease the latest acquire or renew set on the key.
-func (h *hold) currentLease() time.Duration {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.lease
-}
-
-// apply records an acquire sent at sent that set lease on the key. A hold the
-// watchdog renews stays renewed; watch hands a fixed-lease hold to the
-// watchdog. It fails when h has ended or the watchdog refuses it.
+// apply records an acquire sent at sent that made the key last at least
+// lease. A hold the watchdog renews stays renewed; watch hands a fixed-lease
+// hold to the watchdog. It fails when h has ended or the watchdog refuses
+// it.
 func (h *hold) apply(sent time.Time, lease time.Duration, watch bool) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -96,37 +77,39 @@ func (h *hold) apply(sent time.Time, lease time.Duration, watch bool) error {
 		}
 		h.watched = w
 	}
-	h.lease = lease
-	h.armLocked(sent)
+	h.armLocked(sent, lease)
 	return nil
 }
 
-// extend moves the local deadline after a request sent at sent set the
-// current lease on the key again (a renewal, or an Unlock that left levels).
-func (h *hold) extend(sent time.Time) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if !h.ended {
-		h.armLocked(sent)
+// armLocked moves the local deadline to sent + lease - drift if that is
+// later: Redis set that lease no earlier than sent, and no script ever
+// shortens a lock's expiry, so no other owner can take the lock before the
+// latest such deadline. A deadline already passed ends the hold at once.
+// h.mu is held.
+func (h *hold) armLocked(sent time.Time, lease time.Duration) {
+	deadline := sent.Add(lease - drift(lease))
+	if !deadline.After(h.deadline) {
+		return
 	}
-}
-
-// armLocked sets the local deadline to sent + lease - drift: Redis started
-// the lease no earlier than sent, so no other owner can take the lock before
-// then. A deadline already passed ends the hold at once. h.mu is held.
-func (h *hold) armLocked(sent time.Time) {
-	wait := time.Until(sent.Add(h.lease - drift(h.lease)))
+	h.deadline = deadline
 	if h.expiry == nil {
-		h.expiry = time.AfterFunc(wait, h.expired)
+		h.expiry = time.AfterFunc(time.Until(deadline), h.expired)
 		return
 	}
 	if h.expiry.Stop() {
-		h.expiry.Reset(wait)
+		h.expiry.Reset(time.Until(deadline))
 	}
 	// Stop failing means the deadline already fired: the hold is ending.
 }
 
-func (h *hold) renewed(sent time.Time) { h.extend(sent) }
+// renewed records a renewal sent at sent that confirmed the hold.
+func (h *hold) renewed(sent time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.ended {
+		h.armLocked(sent, h.c.cfg.lease)
+	}
+}
 
 func (h *hold) lost() {
 	h.c.cfg.logger.Warn("rlock: lock lost: renewal found it gone", "key", h.id.key)
@@ -138,8 +121,9 @@ func (h *hold) expired() {
 	h.finish(errDeadlinePassed)
 }
 
-// finish ends h once: the Client forgets it, every context bound to it is
-// done with cause, and no renewal is sent for it any more.
+// finish ends h once: every context bound to it is done with cause, and no
+// renewal is sent for it any more. Its slot keeps the count Redis confirmed:
+// an Unlock after a loss still leaves what Redis may hold.
 //
 // The contexts end before the watchdog lets go: Remove waits for a renewal
 // round in flight, up to a third of the lease, and a holder whose deadline
@@ -158,7 +142,6 @@ func (h *hold) finish(cause error) {
 	watched := h.watched
 	h.mu.Unlock()
 
-	h.c.forget(h)
 	h.life.end(cause)
 	if watched != nil {
 		h.c.dog.Remove(watched)

@@ -112,6 +112,8 @@ func (mh *multiHold) retake(i int) {
 			return
 		case <-mh.life.Done():
 			return
+		case <-mh.ml.mutexes[i].c.closed:
+			return
 		}
 		if mh.retakeOnce(i) {
 			return
@@ -128,19 +130,18 @@ func (mh *multiHold) retakeOnce(i int) bool {
 	if m.c.usable() != nil {
 		return true
 	}
-	id := holdID{key: m.keys.Hash, field: m.c.field(mh.o)}
 	ctx, cancel := context.WithTimeout(context.Background(), nodeTimeout(0, m))
 	defer cancel()
-	g, _, err := m.request(ctx, id, 0)
+	var part *hold
+	g, err := m.tryOnce(ctx, holdID{key: m.keys.Hash, field: m.c.field(mh.o)}, 0, false, func(s *slot) error {
+		part = s.hold
+		return nil
+	})
 	if err != nil || !g.acquired {
 		m.c.cfg.logger.Debug("rlock: multilock could not take a lost part again yet", "key", m.keys.Hash, "err", err)
-		return false
-	}
-	h, err := m.keep(ctx, id, 0, g)
-	if err != nil {
 		return errors.Is(err, ErrClosed)
 	}
-	mh.setPart(i, h)
+	mh.setPart(i, part)
 	return true
 }
 
@@ -170,22 +171,14 @@ func (mh *multiHold) checkQuorum() {
 }
 
 // beginUnlock stops parts from being taken again and waits for any being
-// taken now, so that no part outlives the Unlock. It reports which nodes
-// hold a part.
-func (mh *multiHold) beginUnlock() []bool {
+// taken now, so that no part outlives the Unlock.
+func (mh *multiHold) beginUnlock() {
 	mh.mu.Lock()
 	mh.unlocking++
 	close(mh.poke)
 	mh.poke = make(chan struct{})
 	mh.mu.Unlock()
 	mh.retaking.Wait()
-	mh.mu.Lock()
-	defer mh.mu.Unlock()
-	held := make([]bool, len(mh.parts))
-	for i, h := range mh.parts {
-		held[i] = h != nil
-	}
-	return held
 }
 
 // endUnlock ends the hold once no part is held any more.

@@ -17,6 +17,7 @@ import (
 type MultiLock struct {
 	mutexes []*Mutex
 	quorum  int
+	redlock bool
 }
 
 // NewMultiLock returns a lock that is held only when every mutex is.
@@ -28,7 +29,7 @@ func NewMultiLock(mutexes ...*Mutex) *MultiLock {
 // len/2+1, were taken within the lease (Redlock's validity rule: the lease
 // left after taking them, less a clock-drift allowance, must be positive).
 func NewRedLock(mutexes ...*Mutex) *MultiLock {
-	return &MultiLock{mutexes: mutexes, quorum: len(mutexes)/2 + 1}
+	return &MultiLock{mutexes: mutexes, quorum: len(mutexes)/2 + 1, redlock: true}
 }
 
 // Lock waits until a quorum of the mutexes is taken for ctx's owner and
@@ -62,14 +63,27 @@ func (ml *MultiLock) TryLock(ctx context.Context, wait, lease time.Duration) (co
 	return ml.acquire(ctx, wait, lease)
 }
 
-// check reports why ml cannot make calls with ctx, if it cannot.
+// check reports why ml cannot make calls with ctx, if it cannot: it has no
+// mutexes, a nil one, one lock twice, or, for a RedLock, two mutexes of one
+// Client (the quorum needs independent masters).
 func (ml *MultiLock) check(ctx context.Context) error {
 	if ml == nil || len(ml.mutexes) == 0 {
-		return errors.New("rlock: multilock of no mutexes")
+		return fmt.Errorf("%w: multilock of no mutexes", ErrInvalidArgument)
 	}
-	for _, m := range ml.mutexes {
+	for i, m := range ml.mutexes {
+		if m == nil {
+			return fmt.Errorf("%w: multilock mutex %d is nil", ErrInvalidArgument, i)
+		}
 		if err := m.check(ctx); err != nil {
 			return m.wrap(err)
+		}
+		for _, prev := range ml.mutexes[:i] {
+			switch {
+			case prev.c == m.c && prev.keys.Hash == m.keys.Hash:
+				return m.wrap(fmt.Errorf("%w: the lock is in the multilock twice", ErrInvalidArgument))
+			case prev.c == m.c && ml.redlock:
+				return m.wrap(fmt.Errorf("%w: a redlock needs each mutex from its own Client, on its own master", ErrInvalidArgument))
+			}
 		}
 	}
 	return nil
@@ -90,7 +104,7 @@ func (ml *MultiLock) acquire(ctx context.Context, wait, lease time.Duration) (co
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		holds, err := ml.round(ctx, o, lease)
+		holds, err := ml.round(octx, o, lease)
 		if err != nil {
 			return ctx, false, err
 		}
@@ -114,105 +128,72 @@ func (ml *MultiLock) acquire(ctx context.Context, wait, lease time.Duration) (co
 	}
 }
 
-// round asks every node in order, each within nodeTimeout, and returns the
-// holds taken when they reach the quorum within the lease; nil otherwise,
-// after giving back every part taken or possibly taken.
+// round asks every node in order, each within nodeTimeout and in its
+// owner's turn, and returns the parts taken when they reach the quorum
+// within the lease; nil otherwise, after giving back every part taken and
+// settling every request whose reply never came.
 func (ml *MultiLock) round(ctx context.Context, o *owner, lease time.Duration) ([]*hold, error) {
 	start := time.Now()
-	grants := make([]grant, len(ml.mutexes))
-	unknown := make([]bool, len(ml.mutexes))
+	slots := make([]*slot, len(ml.mutexes))
+	granted := make([]bool, len(ml.mutexes))
 	taken, failed := 0, 0
-	minLease := time.Duration(0)
 	for i, m := range ml.mutexes {
-		id := holdID{key: m.keys.Hash, field: m.c.field(o)}
 		nctx, cancel := context.WithTimeout(ctx, nodeTimeout(lease, m))
-		g, req, err := m.request(nctx, id, lease)
-		cancel()
-		if minLease == 0 || req.lease < minLease {
-			minLease = req.lease
+		s, err := m.c.take(nctx, holdID{key: m.keys.Hash, field: m.c.field(o)})
+		var g grant
+		if err == nil {
+			slots[i] = s
+			g, err = m.grant(nctx, s, lease, false)
 		}
-		switch {
-		case err != nil:
-			unknown[i] = inTransit(err)
-			failed++
-		case g.acquired:
-			grants[i] = g
+		cancel()
+		if err == nil && g.acquired {
+			granted[i] = true
 			taken++
-		default:
+		} else {
 			failed++
 		}
 		if ctx.Err() != nil || failed > len(ml.mutexes)-ml.quorum {
 			break
 		}
 	}
-	validity := minLease - time.Since(start) - drift(minLease)
-	if ctx.Err() == nil && taken >= ml.quorum && validity > 0 {
-		// A part whose reply was lost is left to Unlock, which releases
-		// every node, and to its lease: nothing renews it.
-		if holds := ml.keepAll(ctx, o, lease, grants); holds != nil {
-			return holds, nil
+	set := lease
+	if set == 0 {
+		set = ml.mutexes[0].c.cfg.lease
+	}
+	won := ctx.Err() == nil && taken >= ml.quorum && set-time.Since(start)-drift(set) > 0
+	holds := make([]*hold, len(ml.mutexes))
+	var wg sync.WaitGroup
+	for i, s := range slots {
+		if s == nil {
+			continue
 		}
+		m := ml.mutexes[i]
+		if won && granted[i] {
+			holds[i] = s.hold
+		}
+		wg.Go(func() {
+			defer m.c.give(s)
+			if granted[i] && !won {
+				if _, err := m.leave(ctx, s, s.count-1); err != nil {
+					m.c.cfg.logger.Warn("rlock: multilock could not give back a part; its lease will free it", "key", m.keys.Hash, "err", err)
+				}
+			}
+			m.settle(ctx, s)
+		})
 	}
-	for i := range grants {
-		unknown[i] = unknown[i] || grants[i].acquired
-	}
-	ml.giveBack(ctx, o, unknown)
-	if ctx.Err() != nil {
+	wg.Wait()
+	switch {
+	case won:
+		return holds, nil
+	case ctx.Err() != nil:
 		return nil, fmt.Errorf("rlock: multilock: %w", ctx.Err())
 	}
 	return nil, nil
 }
 
-// keepAll records the granted parts as holds on their Clients. It returns
-// nil when fewer than the quorum could be kept (a Client closed meanwhile).
-func (ml *MultiLock) keepAll(ctx context.Context, o *owner, lease time.Duration, grants []grant) []*hold {
-	holds := make([]*hold, len(ml.mutexes))
-	kept := 0
-	for i, m := range ml.mutexes {
-		if !grants[i].acquired {
-			continue
-		}
-		h, err := m.keep(ctx, holdID{key: m.keys.Hash, field: m.c.field(o)}, lease, grants[i])
-		if err == nil {
-			holds[i] = h
-			kept++
-		}
-	}
-	if kept < ml.quorum {
-		return nil
-	}
-	return holds
-}
-
-// giveBack releases one level on every node marked, at once and each within
-// the retry timeout, even when ctx is done: a part whose reply was lost may
-// still have been taken.
-func (ml *MultiLock) giveBack(ctx context.Context, o *owner, marked []bool) {
-	rctx := context.WithoutCancel(ctx)
-	done := make(chan struct{}, len(marked))
-	n := 0
-	for i, m := range ml.mutexes {
-		if !marked[i] {
-			continue
-		}
-		n++
-		go func() {
-			defer func() { done <- struct{}{} }()
-			if err := m.Unlock(context.WithValue(rctx, ownerKey{}, o)); err != nil && !errors.Is(err, ErrNotHeld) {
-				m.c.cfg.logger.Warn("rlock: multilock could not give back a part", "key", m.keys.Hash, "err", err)
-			}
-		}()
-	}
-	for range n {
-		<-done
-	}
-}
-
-// Unlock leaves one level on every node, all of them even when some fail.
-// It reports, joined, the failures on nodes that held a part; a node that
-// held none is still asked (an acquire whose reply was lost may have left a
-// part there), within the node timeout, and its failure is only logged. It
-// returns ErrNotHeld when the owner held no part of the lock.
+// Unlock leaves one level on every node, all of them even when some fail,
+// and reports, joined, the failures on nodes that held a part. It returns
+// ErrNotHeld when the owner held no part of the lock.
 func (ml *MultiLock) Unlock(ctx context.Context) error {
 	if err := ml.check(ctx); err != nil {
 		return err
@@ -222,20 +203,14 @@ func (ml *MultiLock) Unlock(ctx context.Context) error {
 		return ErrNotHeld
 	}
 	mh, _ := ctx.Value(multiKey{ml}).(*multiHold)
-	held := make([]bool, len(ml.mutexes))
 	if mh != nil {
-		held = mh.beginUnlock()
+		mh.beginUnlock()
 	}
+	octx := context.WithValue(context.WithoutCancel(ctx), ownerKey{}, o)
 	errs := make([]error, len(ml.mutexes))
 	var wg sync.WaitGroup
 	for i, m := range ml.mutexes {
-		wg.Go(func() {
-			if mh != nil && !held[i] {
-				errs[i] = m.releaseStray(ctx, o)
-				return
-			}
-			errs[i] = m.Unlock(context.WithValue(context.WithoutCancel(ctx), ownerKey{}, o))
-		})
+		wg.Go(func() { errs[i] = m.Unlock(octx) })
 	}
 	wg.Wait()
 	if mh != nil {
@@ -243,35 +218,18 @@ func (ml *MultiLock) Unlock(ctx context.Context) error {
 	}
 	notHeld := 0
 	var failures []error
-	for i, err := range errs {
+	for _, err := range errs {
 		switch {
 		case errors.Is(err, ErrNotHeld):
 			notHeld++
-		case err == nil:
-		case mh == nil || held[i]:
+		case err != nil:
 			failures = append(failures, err)
-		default:
-			m := ml.mutexes[i]
-			m.c.cfg.logger.Debug("rlock: multilock could not reach a node that held no part", "key", m.keys.Hash, "err", err)
 		}
 	}
 	if notHeld == len(ml.mutexes) {
 		return ErrNotHeld
 	}
 	return errors.Join(failures...)
-}
-
-// releaseStray leaves one level of a part this process does not know it
-// holds (its acquire reply was lost), within the node timeout: no local hold
-// exists to end, and a node that cannot answer must not hold up Unlock.
-func (m *Mutex) releaseStray(ctx context.Context, o *owner) error {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), nodeTimeout(0, m))
-	defer cancel()
-	result, _, err := m.release(rctx, m.c.field(o), m.c.cfg.lease)
-	if err == nil && result == notHeld {
-		err = ErrNotHeld
-	}
-	return err
 }
 
 // nodeTimeout bounds one node's acquire in a round: small against the

@@ -81,7 +81,7 @@ func WithKeyPrefix(p string) Option {
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error {
 		if l == nil {
-			return fmt.Errorf("rlock: nil logger")
+			return fmt.Errorf("%w: nil logger", ErrInvalidArgument)
 		}
 		c.logger = l
 		return nil
@@ -89,15 +89,34 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithRetryTimeout bounds how long an acquire or release whose reply was lost
-// is resent (each resend is answered from a per-request latch, never applied
-// twice), and how long Unlock runs when its context is already done.
-// Default DefaultRetryTimeout.
+// is resent (each resend supersedes the lost call, so none applies twice or
+// late), how long settling a given-up acquire may take, and how long Unlock
+// runs when its context is already done. Default DefaultRetryTimeout.
 func WithRetryTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {
 			return fmt.Errorf("%w: retry timeout %v must be positive", ErrInvalidDuration, d)
 		}
 		c.retryTimeout = d
+		return nil
+	}
+}
+
+// WithReplicaAck makes every acquire wait until at least n replicas have
+// acknowledged it (Redis WAIT n timeout, sent down the connection that ran
+// the acquire), as Redisson's checkLockSyncedSlaves does. A level that fewer
+// replicas acknowledged within timeout is given back at once and the call
+// fails with ErrNotReplicated, so that no lock is held that a failover to a
+// replica would forget. The default, n 0, does not wait.
+func WithReplicaAck(n int, timeout time.Duration) Option {
+	return func(c *config) error {
+		switch {
+		case n < 0:
+			return fmt.Errorf("%w: replica count %d is negative", ErrInvalidArgument, n)
+		case n > 0 && timeout <= 0:
+			return fmt.Errorf("%w: replica ack timeout %v must be positive", ErrInvalidDuration, timeout)
+		}
+		c.replicas, c.replicaTimeout = n, timeout
 		return nil
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -15,12 +16,31 @@ import (
 // unknown or that Redis refused for a passing reason.
 const resendBackoff = 20 * time.Millisecond
 
-// run executes script and returns its integer-array reply and when the
-// request was first sent, resending it as resend does: callers use it only
-// for scripts that are safe to resend, idempotent or latched by request id.
-func (c *Client) run(ctx context.Context, script *rueidis.Lua, keys, args []string) ([]int64, time.Time, error) {
-	return resend(ctx, c, keys[0], func(ctx context.Context) ([]int64, error) {
-		return script.Exec(ctx, c.rc, keys, args).AsIntSlice()
+// The request protocol. An acquire or release is one request of an owner on
+// a lock, made while the owner has its turn on the lock (see slot). Each
+// call of the script carries a new sequence number from the Client; a call
+// sent after one whose reply never came also carries that one's number as
+// superseded, and Redis records it in the lock's fences. So every call is
+// applied at most once, a resend never applies twice, and a copy of an
+// earlier call that reaches Redis late is refused. When the caller gives up
+// with a reply still missing, the request is settled before the turn ends:
+// a release call back to the confirmed count supersedes the lost calls and
+// takes back whatever they did.
+
+// exchange sends a request of slot s, calling do with a fresh sequence number
+// and the number it supersedes, and resends it as resend does. It returns
+// do's result and when the request was first sent. The caller has s's turn.
+func exchange[T any](ctx context.Context, c *Client, s *slot, do func(ctx context.Context, seq, superseded string) (T, error)) (T, time.Time, error) {
+	return resend(ctx, c, s.id.key, func(ctx context.Context) (T, error) {
+		seq := c.seq.Add(1)
+		r, err := do(ctx, strconv.FormatUint(seq, 10), strconv.FormatUint(s.unsettled, 10))
+		switch {
+		case err == nil:
+			s.unsettled = 0 // the call fenced every earlier one
+		case inTransit(err):
+			s.unsettled = seq
+		}
+		return r, err
 	})
 }
 
@@ -77,25 +97,42 @@ func resendable(err error) bool {
 	return false
 }
 
-// inTransit reports whether err leaves a request's outcome unknown: it may
-// have run in Redis although no reply came back. An acquire that too few
-// replicas acknowledged has a known outcome: its level was given back.
+// inTransit reports whether err leaves a call's outcome unknown: it may
+// have run in Redis although no reply came back.
 func inTransit(err error) bool {
-	if errors.Is(err, ErrNotReplicated) {
-		return false
-	}
 	_, replied := rueidis.IsRedisErr(err)
 	return !replied
 }
 
 // detached returns a context for clean-up that must run even when ctx is
-// done (giving back a level, an Unlock after cancellation): ctx's values
+// done (settling a request, an Unlock after cancellation): ctx's values
 // without its cancellation, bounded by the retry timeout.
 func (c *Client) detached(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), c.cfg.retryTimeout)
+}
+
+// fenceLife is how long Redis keeps a fence: longer than a copy of a call
+// can plausibly wait in a connection or a paused Redis after the call was
+// given up (a watchdog lease and two retry timeouts). It saturates rather
+// than overflows.
+func (c *Client) fenceLife() time.Duration {
+	return addSat(c.cfg.lease, addSat(c.cfg.retryTimeout, c.cfg.retryTimeout))
+}
+
+// addSat adds two non-negative durations, saturating at the largest.
+func addSat(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // millis formats d as whole milliseconds for a script argument, at least 1.
 func millis(d time.Duration) string {
 	return strconv.FormatInt(max(d.Milliseconds(), 1), 10)
 }
+
+// errStale is a script's answer to a call that a later call of the same
+// owner superseded. The caller of a live request never sees it: only copies
+// that arrive late do.
+var errStale = errors.New("rlock: superseded request")

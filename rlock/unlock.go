@@ -3,7 +3,8 @@ package rlock
 import (
 	"context"
 	"fmt"
-	"time"
+	"math"
+	"strconv"
 
 	"github.com/rlock/rlock/lua"
 )
@@ -13,8 +14,8 @@ type released int64
 
 const (
 	notHeld   released = 0 // the owner did not hold the lock
-	stillHeld released = 1 // one level left, more remain
-	freed     released = 2 // the last level left: the lock is free
+	stillHeld released = 1 // levels remain
+	freed     released = 2 // no level left: the lock is free
 )
 
 // Unlock leaves one level of the hold that ctx's owner has; the last level
@@ -24,7 +25,8 @@ const (
 //
 // Unlock runs even when ctx is already done, bounded by the retry timeout,
 // so that a cancelled request does not leave its lock held. If it fails for
-// another reason, renewal stops all the same and the lease frees the lock.
+// another reason, renewal stops all the same and the lease frees the lock;
+// calling Unlock again with the same context retries it.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	if err := m.check(ctx); err != nil {
 		return m.wrap(err)
@@ -33,59 +35,80 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if !ok {
 		return m.wrap(ErrNotHeld)
 	}
-	id := holdID{key: m.keys.Hash, field: m.c.field(o)}
-	h := m.c.lookup(id)
-	lease := m.c.cfg.lease
-	if h != nil {
-		lease = h.currentLease()
-	}
-
 	uctx, cancel := m.c.detached(ctx)
 	defer cancel()
-	result, sent, err := m.release(uctx, id.field, lease)
+	s, err := m.c.take(uctx, holdID{key: m.keys.Hash, field: m.c.field(o)})
+	if err != nil {
+		return m.wrap(fmt.Errorf("rlock: release: %w", err))
+	}
+	defer m.c.give(s)
+	if s.count == 0 {
+		m.settle(uctx, s)
+		return m.wrap(ErrNotHeld)
+	}
+	result, err := m.leave(uctx, s, s.count-1)
 	switch {
 	case err != nil:
-		if h != nil {
+		if h := s.activeHold(); h != nil {
 			h.finish(fmt.Errorf("%w: unlock failed: %w", ErrLockLost, err))
 		}
 		return m.wrap(err)
 	case result == notHeld:
-		if h != nil {
-			h.finish(ErrLockLost)
-		}
 		return m.wrap(ErrNotHeld)
-	case result == stillHeld:
-		if h != nil {
-			h.extend(sent)
-		}
-	case result == freed:
-		if h != nil {
-			h.finish(context.Canceled)
-		}
 	}
 	return nil
 }
 
-// release runs the release script for field once, resending it with the same
-// request id while its outcome is unknown, so one level is left at most once.
-// lease is set again on the key when levels remain.
-func (m *Mutex) release(ctx context.Context, field string, lease time.Duration) (released, time.Time, error) {
-	keys := []string{m.keys.Hash, m.keys.Channel, m.keys.Latch(m.c.requestID())}
-	args := []string{field, millis(lease), millis(m.c.latchLife()), m.c.publish}
-	reply, sent, err := m.c.run(ctx, lua.Release, keys, args)
+// leave sets the owner's hold count to target with one release request in
+// slot s's turn, even when ctx is done (bounded by the retry timeout), and
+// records the outcome in s: the count left, and the end of the hold when no
+// level is left (a loss when Redis says the owner held none).
+func (m *Mutex) leave(ctx context.Context, s *slot, target int) (released, error) {
+	rctx, cancel := m.c.detached(ctx)
+	defer cancel()
+	keys := []string{m.keys.Hash, m.keys.Channel, m.keys.Fence}
+	args := []string{s.id.field, "", strconv.Itoa(max(target, 0)), m.c.publish, "", millis(m.c.fenceLife())}
+	reply, _, err := exchange(rctx, m.c, s, func(ctx context.Context, seq, superseded string) ([]int64, error) {
+		args[1], args[4] = seq, superseded
+		return lua.Release.Exec(ctx, m.c.rc, keys, args).AsIntSlice()
+	})
 	if err != nil {
-		return 0, sent, fmt.Errorf("rlock: release: %w", err)
+		return 0, fmt.Errorf("rlock: release: %w", err)
 	}
-	result, err := parseRelease(reply)
-	return result, sent, err
+	result, left, err := parseRelease(reply)
+	if err != nil {
+		return 0, err
+	}
+	if result == notHeld && target == 0 && args[4] != "0" {
+		// The answering call superseded one whose reply was lost: that
+		// one may have freed the lock. Either way the owner holds none.
+		result = freed
+	}
+	s.count = left
+	if h := s.activeHold(); h != nil {
+		switch result {
+		case notHeld:
+			h.finish(ErrLockLost)
+		case freed:
+			h.finish(context.Canceled)
+		}
+	}
+	return result, nil
 }
 
-// parseRelease reads the release script's reply: {outcome, count}.
-func parseRelease(reply []int64) (released, error) {
-	if len(reply) != 2 || reply[0] < int64(notHeld) || reply[0] > int64(freed) {
-		return 0, fmt.Errorf("rlock: unexpected release reply %v", reply)
+// parseRelease reads the release script's reply: {outcome, count left}, or
+// {3, 0} for a stale copy, which a live request never gets.
+func parseRelease(reply []int64) (released, int, error) {
+	switch {
+	case len(reply) != 2:
+	case reply[0] == int64(stillHeld) && reply[1] > 0 && reply[1] <= math.MaxInt32:
+		return stillHeld, int(reply[1]), nil
+	case (reply[0] == int64(notHeld) || reply[0] == int64(freed)) && reply[1] == 0:
+		return released(reply[0]), 0, nil
+	case reply[0] == 3:
+		return 0, 0, errStale
 	}
-	return released(reply[0]), nil
+	return 0, 0, fmt.Errorf("rlock: unexpected release reply %v", reply)
 }
 
 // ForceUnlock deletes the lock whoever holds it and wakes a waiter. It

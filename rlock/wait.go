@@ -15,7 +15,7 @@ import (
 // be missed; between attempts it sleeps until a wake-up or until the
 // holder's lease would run out (a lock that expires publishes nothing), never
 // polling while the holder is alive.
-func (m *Mutex) wait(ctx context.Context, id holdID, wait, lease time.Duration) (g grant, err error) {
+func (m *Mutex) wait(ctx context.Context, id holdID, wait, lease time.Duration) (lctx context.Context, g grant, err error) {
 	var deadline time.Time
 	sctx := ctx
 	if wait != waitForever {
@@ -26,7 +26,7 @@ func (m *Mutex) wait(ctx context.Context, id holdID, wait, lease time.Duration) 
 	}
 	w, err := m.c.subs.Subscribe(sctx, m.keys.Channel)
 	if err != nil {
-		return grant{}, m.subscribeFailed(ctx, err)
+		return ctx, grant{}, m.subscribeFailed(ctx, err)
 	}
 	// A wake-up this waiter was handed but did not turn into the lock goes
 	// on to the next waiter.
@@ -35,15 +35,15 @@ func (m *Mutex) wait(ctx context.Context, id holdID, wait, lease time.Duration) 
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		g, err = m.attempt(ctx, id, lease)
+		lctx, g, err = m.attempt(ctx, id, lease, true)
 		if err != nil || g.acquired {
-			return g, err
+			return lctx, g, err
 		}
 		pause := nextCheck(g.pttl, m.c.cfg.lease)
 		if !deadline.IsZero() {
 			left := time.Until(deadline)
 			if left <= 0 {
-				return grant{}, nil
+				return ctx, grant{}, nil
 			}
 			pause = min(pause, left)
 		}
@@ -52,9 +52,9 @@ func (m *Mutex) wait(ctx context.Context, id holdID, wait, lease time.Duration) 
 		case <-w.Wake():
 		case <-timer.C:
 		case <-ctx.Done():
-			return grant{}, fmt.Errorf("rlock: wait: %w", ctx.Err())
+			return ctx, grant{}, fmt.Errorf("rlock: wait: %w", ctx.Err())
 		case <-m.c.closed:
-			return grant{}, ErrClosed
+			return ctx, grant{}, ErrClosed
 		}
 	}
 }

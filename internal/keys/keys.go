@@ -17,6 +17,7 @@ type Keys struct {
 	Hash    string // hash: owner field -> hold count; its PEXPIRE is the lease
 	Channel string // unlock notifications
 	Token   string // fencing counter, INCR on every first acquire
+	Fence   string // give-up fences: per owner, the request sequence number below which its calls are refused; written only after a reply was lost
 }
 
 // CheckName reports why name cannot name a lock. A name must be non-empty,
@@ -47,7 +48,7 @@ func New(prefix, name string) Keys {
 	if _, tagged := slot.HashTag(name); !tagged {
 		base = prefix + "{" + name + "}"
 	}
-	return Keys{Hash: base, Channel: base + ":unlock", Token: base + ":token"}
+	return Keys{Hash: base, Channel: base + ":unlock", Token: base + ":token", Fence: base + ":fence"}
 }
 
 // Latch names the short-lived key that records the reply to one request, so

@@ -11,46 +11,31 @@ import (
 	"github.com/rlock/rlock/lua"
 )
 
-// WithReplicaAck makes every acquire wait until at least n replicas have
-// acknowledged it (Redis WAIT n timeout, sent down the connection that ran
-// the acquire), as Redisson's checkLockSyncedSlaves does. A level that fewer
-// replicas acknowledged within timeout is given back at once and the call
-// fails with ErrNotReplicated, so that no lock is held that a failover to a
-// replica would forget. The default, n 0, does not wait.
-func WithReplicaAck(n int, timeout time.Duration) Option {
-	return func(c *config) error {
-		switch {
-		case n < 0:
-			return fmt.Errorf("rlock: replica count %d is negative", n)
-		case n > 0 && timeout <= 0:
-			return fmt.Errorf("%w: replica ack timeout %v must be positive", ErrInvalidDuration, timeout)
-		}
-		c.replicas, c.replicaTimeout = n, timeout
-		return nil
-	}
-}
-
-// sendAcquire runs one acquire request, resending it as run does; with
-// WithReplicaAck it also waits for the replicas, and gives back a level they
-// did not acknowledge.
-func (m *Mutex) sendAcquire(ctx context.Context, req acquireRequest) ([]int64, time.Time, error) {
+// sendAcquire sends call, an acquire request for slot s, and returns the
+// script's reply and when the request was first sent. With WithReplicaAck
+// it also waits for the replicas, and takes back a level they did not
+// acknowledge, failing with ErrNotReplicated.
+func (m *Mutex) sendAcquire(ctx context.Context, call scriptCall, s *slot) ([]int64, time.Time, error) {
+	keys, args := call.keys, call.args
 	if m.c.cfg.replicas == 0 {
-		return m.c.run(ctx, lua.Acquire, req.keys, req.args)
+		return exchange(ctx, m.c, s, func(ctx context.Context, seq, superseded string) ([]int64, error) {
+			args[1], args[4] = seq, superseded
+			return lua.Acquire.Exec(ctx, m.c.rc, keys, args).AsIntSlice()
+		})
 	}
-	res, sent, err := resend(ctx, m.c, req.keys[0], func(ctx context.Context) (ackedReply, error) {
-		return m.c.acquireAcked(ctx, req.keys, req.args)
+	res, sent, err := exchange(ctx, m.c, s, func(ctx context.Context, seq, superseded string) (ackedReply, error) {
+		args[1], args[4] = seq, superseded
+		return m.c.acquireAcked(ctx, keys, args)
 	})
 	if err != nil {
 		return nil, sent, err
 	}
-	g, err := parseGrant(res.reply, sent)
+	g, err := parseGrant(res.reply)
 	if err != nil || !g.acquired || res.acks >= int64(m.c.cfg.replicas) {
 		return res.reply, sent, err
 	}
 	err = fmt.Errorf("%w: %d of %d replicas within %v", ErrNotReplicated, res.acks, m.c.cfg.replicas, m.c.cfg.replicaTimeout)
-	rctx, cancel := m.c.detached(ctx)
-	defer cancel()
-	if _, _, rerr := m.release(rctx, req.args[0], req.lease); rerr != nil {
+	if _, rerr := m.leave(ctx, s, s.count); rerr != nil {
 		err = errors.Join(err, rerr)
 	}
 	return nil, sent, err

@@ -1,0 +1,23 @@
+-- fence: the helper acquire.lua and release.lua share; scripts.go puts it
+-- after their first line (the shebang), so that each stays one script.
+--
+-- fence records, for life ms, that no call of owner with a seq up to
+-- superseded may apply any more: a copy of a call that a later call
+-- superseded may still reach Redis after it. The fences hash holds one
+-- field per owner whose reply was lost lately, never one per call, and it
+-- expires. A fences key that is not a hash (overwritten) is left alone.
+local function fence(fences, owner, superseded, life)
+    if superseded <= 0 then
+        return
+    end
+    local t = redis.call('type', fences).ok
+    if t ~= 'hash' and t ~= 'none' then
+        return
+    end
+    if tonumber(redis.call('hget', fences, owner) or '0') < superseded then
+        redis.call('hset', fences, owner, superseded)
+    end
+    if redis.call('pttl', fences) < tonumber(life) then
+        redis.call('pexpire', fences, life)
+    end
+end
