@@ -85,7 +85,7 @@ func TestFaultLostAcquireReply(t *testing.T) {
 	assertHoldCount(t, ctx, mu, 1)
 	token, ok := mu.FencingToken(ctx)
 	require.True(t, ok)
-	issued, err := raw.Do(t.Context(), raw.B().Get().Key(lockHash(name)+":token").Build()).AsInt64()
+	issued, err := raw.Do(t.Context(), raw.B().Get().Key(lockKeys(name).Token).Build()).AsInt64()
 	require.NoError(t, err)
 	assert.Equal(t, issued, token, "the resend reports the token the first acquire was issued")
 

@@ -11,8 +11,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rlock/rlock/internal/keys"
 	"github.com/rlock/rlock/internal/redistest"
 	"github.com/rlock/rlock/internal/slot"
+	"github.com/rlock/rlock/rlock"
 )
 
 // TestSlotMigrationUnderLoad moves the slot of a group of contended locks
@@ -25,12 +27,12 @@ func TestSlotMigrationUnderLoad(t *testing.T) {
 	}
 	const locks, clients, workers, moves = 4, 3, 3, 6
 	cl := redistest.NewCluster(t, redistest.ClusterConfig{})
-	tag := lockName(t)
+	group := lockName(t)
 	names := make([]string, locks)
 	for i := range names {
-		names[i] = fmt.Sprintf("{%s}:%d", tag, i) // one hash tag: one slot
+		names[i] = fmt.Sprint(i) // locks of one group: one slot
 	}
-	s := slot.Of(tag)
+	s := slot.Of(keys.NewGrouped(rlock.DefaultKeyPrefix, group, names[0]).Hash)
 
 	ctx, stop := context.WithCancel(t.Context())
 	inside := make([]atomic.Int32, locks)
@@ -42,7 +44,7 @@ func TestSlotMigrationUnderLoad(t *testing.T) {
 			wg.Go(func() {
 				for i := w; ctx.Err() == nil; i++ {
 					lock := i % locks
-					mu := c.Mutex(names[lock])
+					mu := c.GroupedMutex(group, names[lock])
 					lctx, ok, err := mu.TryLock(ctx, time.Second, 0)
 					if ctx.Err() != nil {
 						return

@@ -6,16 +6,24 @@ import (
 
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rlock/rlock/internal/keys"
+	"github.com/rlock/rlock/rlock"
 )
+
+// lockKeys are the Redis keys of lock name under the default prefix.
+func lockKeys(name string) keys.Keys {
+	return keys.New(rlock.DefaultKeyPrefix, name)
+}
 
 // lockHash is the Redis hash of lock name under the default prefix.
 func lockHash(name string) string {
-	return "rlock:{" + name + "}"
+	return lockKeys(name).Hash
 }
 
 // lockChannel is the unlock channel of lock name under the default prefix.
 func lockChannel(name string) string {
-	return lockHash(name) + ":unlock"
+	return lockKeys(name).Channel
 }
 
 // keysOf lists which of lock name's lasting keys (its hash and its fencing
@@ -24,7 +32,7 @@ func lockChannel(name string) string {
 func keysOf(t *testing.T, rc rueidis.Client, name string) []string {
 	t.Helper()
 	var out []string
-	for _, key := range []string{lockHash(name), lockHash(name) + ":token"} {
+	for _, key := range []string{lockHash(name), lockKeys(name).Token} {
 		n, err := rc.Do(t.Context(), rc.B().Exists().Key(key).Build()).AsInt64()
 		require.NoError(t, err)
 		if n == 1 {

@@ -246,9 +246,9 @@ func TestForceRelease(t *testing.T) {
 
 func TestRenewChecksOwner(t *testing.T) {
 	rc := redistest.Shared(t).Client(t)
-	// One call renews keys of one slot: two names with one hash tag.
-	tag := uniqueName(t)
-	tagged := []keys.Keys{keys.New("test:", "{"+tag+"}1"), keys.New("test:", "{"+tag+"}2")}
+	// One call renews keys of one slot: two locks of one group.
+	group := uniqueName(t)
+	tagged := []keys.Keys{keys.NewGrouped("test:", group, "1"), keys.NewGrouped("test:", group, "2")}
 	call{owner: "a", seq: 1, count: 1}.acquire(t, rc, tagged[0])
 	call{owner: "b", seq: 1, count: 1}.acquire(t, rc, tagged[1])
 	reply, err := lua.Renew.Exec(t.Context(), rc, []string{tagged[0].Hash, tagged[1].Hash}, []string{"60000", "a", "a"}).AsIntSlice()

@@ -69,18 +69,12 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 }
 
 // Mutex returns a handle on the lock called name. Handles are cheap and safe
-// for concurrent use; two handles with the same name are the same lock. An
-// invalid name is reported by the handle's first call.
+// for concurrent use; two handles with the same name are the same lock, and
+// two different names are two locks, whatever braces or bytes they hold. Only
+// the empty name is invalid; it is reported by the handle's first call. To
+// put several locks in one Cluster slot, see GroupedMutex.
 func (c *Client) Mutex(name string) *Mutex {
-	m := &Mutex{c: c, name: name}
-	if c == nil || c.rc == nil {
-		m.err = ErrNilClient
-	} else if err := keys.CheckName(name); err != nil {
-		m.err = fmt.Errorf("%w: %w", ErrInvalidName, err)
-	} else {
-		m.keys = keys.New(c.cfg.prefix, name)
-	}
-	return m
+	return newMutex(c, name, keys.CheckName(name), func(prefix string) keys.Keys { return keys.New(prefix, name) })
 }
 
 // Close stops the watchdog and the subscriber, wakes every waiting call with

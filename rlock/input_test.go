@@ -44,7 +44,9 @@ func TestMutexRejectsBadInput(t *testing.T) {
 
 	_, err := c.Mutex("").Lock(ctx)
 	assert.ErrorIs(t, err, rlock.ErrInvalidName)
-	_, err = c.Mutex("}x").Lock(ctx)
+	_, err = c.GroupedMutex("", "x").Lock(ctx)
+	assert.ErrorIs(t, err, rlock.ErrInvalidName)
+	_, err = c.GroupedMutex("g", "").Lock(ctx)
 	assert.ErrorIs(t, err, rlock.ErrInvalidName)
 
 	mu := c.Mutex("input")

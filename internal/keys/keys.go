@@ -1,15 +1,28 @@
 // Package keys names the Redis keys and channel of one lock.
 //
-// All names of a lock share one Cluster hash tag, so that every script touches
-// a single slot: for a lock N under prefix P the base is P{N}, or P+N when N
-// already carries a hash tag of its own.
+// For a lock N under prefix P the keys are built on a base:
+//
+//	P{enc(N)}              a lock of its own (New)
+//	P{enc(G)}/enc2(N)      lock N of group G (NewGrouped)
+//
+// and are the base itself (the hash), base+":unlock" (the channel),
+// base+":token" (the fencing counter) and base+":fence" (the give-up
+// fences). enc percent-encodes '%' and '}', so the lock's hash tag always
+// ends at the brace New adds, and all keys of a lock share one Cluster slot:
+// the one of enc(N), or of enc(G) for every lock of group G. enc2
+// percent-encodes '%' and ':', so a grouped name ends where a suffix starts.
+//
+// Naming is injective: two different (prefix, group, name) never share a key
+// or channel, whatever braces, colons or bytes they hold. The prefix has no
+// brace, so it ends at the first '{'; the tag ends at the first '}'; after
+// it, a lock of its own has "" or a suffix starting with ':', a grouped one
+// '/'; a grouped name ends at the first ':'. Each part decodes uniquely,
+// because '%' is only ever the start of an escape.
 package keys
 
 import (
 	"errors"
 	"strings"
-
-	"github.com/rlock/rlock/internal/slot"
 )
 
 // Keys are the Redis names of one lock.
@@ -17,23 +30,31 @@ type Keys struct {
 	Hash    string // hash: owner field -> hold count; its PEXPIRE is the lease
 	Channel string // unlock notifications
 	Token   string // fencing counter, INCR on every first acquire
-	Fence   string // give-up fences: per owner, the request sequence number below which its calls are refused; written only after a reply was lost
+	// Fence holds the give-up fences: per-owner request sequence numbers,
+	// recorded only when a request's outcome was unknown.
+	Fence string
 }
 
-// CheckName reports why name cannot name a lock. A name must be non-empty,
-// and must not start with '}', which would leave the wrapping hash tag empty.
+// CheckName reports why name cannot name a lock: only the empty name
+// cannot.
 func CheckName(name string) error {
-	switch {
-	case name == "":
+	if name == "" {
 		return errors.New("empty name")
-	case name[0] == '}':
-		return errors.New("name starts with '}'")
+	}
+	return nil
+}
+
+// CheckGroup reports why group cannot name a group of locks: only the empty
+// group cannot.
+func CheckGroup(group string) error {
+	if group == "" {
+		return errors.New("empty group")
 	}
 	return nil
 }
 
 // CheckPrefix reports why prefix cannot start key names. A prefix must not
-// contain braces: the hash tag of a lock comes from its name.
+// contain braces: the hash tag of a lock comes from its name or group.
 func CheckPrefix(prefix string) error {
 	if strings.ContainsAny(prefix, "{}") {
 		return errors.New("prefix contains a brace")
@@ -42,17 +63,49 @@ func CheckPrefix(prefix string) error {
 }
 
 // New returns the keys of lock name under prefix; both must pass CheckName
-// and CheckPrefix.
+// and CheckPrefix. The lock's slot is the one of its (encoded) name.
 func New(prefix, name string) Keys {
-	base := prefix + name
-	if _, tagged := slot.HashTag(name); !tagged {
-		base = prefix + "{" + name + "}"
-	}
+	return fromBase(prefix + "{" + escape(name, '}') + "}")
+}
+
+// NewGrouped returns the keys of lock name in group under prefix; name and
+// group must pass CheckName and CheckGroup, prefix CheckPrefix. Every lock
+// of a group is in the group's slot, so one script or MULTI can touch
+// several of them on a Cluster; none shares a key with a lock made by New,
+// nor with a lock of another group.
+func NewGrouped(prefix, group, name string) Keys {
+	return fromBase(prefix + "{" + escape(group, '}') + "}/" + escape(name, ':'))
+}
+
+// fromBase returns the keys built on base. Every suffix starts with ':': a
+// base made by New ends at its tag's '}' and a grouped name holds no ':', so
+// no key's suffix can be read as part of another lock's base.
+func fromBase(base string) Keys {
 	return Keys{Hash: base, Channel: base + ":unlock", Token: base + ":token", Fence: base + ":fence"}
 }
 
-// Latch names the short-lived key that records the reply to one request, so
-// that a resent request is answered without being applied twice.
-func (k Keys) Latch(requestID string) string {
-	return k.Hash + ":latch:" + requestID
+// escape percent-encodes '%' and special in s, and nothing else.
+func escape(s string, special byte) string {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' || s[i] == special {
+			n++
+		}
+	}
+	if n == 0 {
+		return s
+	}
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	b.Grow(len(s) + 2*n)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '%' || c == special {
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&0xF])
+		} else {
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
