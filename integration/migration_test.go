@@ -25,7 +25,7 @@ func TestSlotMigrationUnderLoad(t *testing.T) {
 	}
 	const locks, clients, workers, moves = 4, 3, 3, 6
 	cl := redistest.NewCluster(t, redistest.ClusterConfig{})
-	tag := lockName(t)
+	tag := redistest.LockName(t)
 	names := make([]string, locks)
 	for i := range names {
 		names[i] = fmt.Sprintf("{%s}:%d", tag, i) // one hash tag: one slot
