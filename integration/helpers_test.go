@@ -2,6 +2,7 @@ package integration
 
 import (
 	"testing"
+	"time"
 
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
@@ -12,6 +13,11 @@ import (
 
 // The Redis side of the tests (setups, unique names, subscriber and key
 // checks) is in internal/redistest, shared with rlock's own tests.
+// newRlock and lockKeys are written again in rlock/helpers_test.go, because
+// redistest cannot import package rlock.
+
+// watchdogLease is short so that renewals happen often in a test.
+const watchdogLease = time.Second
 
 // newRlock returns an rlock Client on rc, closed when t ends.
 func newRlock(t *testing.T, rc rueidis.Client, opts ...rlock.Option) *rlock.Client {

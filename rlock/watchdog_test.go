@@ -1,4 +1,4 @@
-package integration
+package rlock_test
 
 import (
 	"context"
