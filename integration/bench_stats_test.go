@@ -2,7 +2,6 @@ package integration
 
 import (
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -10,51 +9,14 @@ import (
 
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rlock/rlock/internal/redistest"
 )
 
 // The counters the benchmarks read before and after what they measure. Each
-// is read from the one place that knows it: Redis's INFO for the server,
-// the kernel for this process's CPU, the Go runtime for its heap.
-
-// redisStats is a snapshot of the server's counters.
-type redisStats struct {
-	commands int64            // every command run, including those inside scripts
-	calls    map[string]int64 // calls per command, from INFO commandstats
-	cpu      time.Duration    // the server's CPU time, user and system
-}
-
-// scripts is how many script calls (EVALSHA and EVAL) the snapshot counts.
-func (s redisStats) scripts() int64 { return s.calls["evalsha"] + s.calls["eval"] }
-
-// readRedisStats takes a snapshot of rc's server. The INFO call that reads
-// it is one command; the deltas the benchmarks report are large against it.
-func readRedisStats(b testing.TB, rc rueidis.Client) redisStats {
-	b.Helper()
-	info, err := rc.Do(b.Context(), rc.B().Info().Section("commandstats", "cpu").Build()).ToString()
-	require.NoError(b, err)
-	s := redisStats{calls: map[string]int64{}}
-	for line := range strings.SplitSeq(info, "\r\n") {
-		key, value, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		if name, found := strings.CutPrefix(key, "cmdstat_"); found {
-			// cmdstat_<name>:calls=<n>,usec=...
-			field, _, _ := strings.Cut(value, ",")
-			n, err := strconv.ParseInt(strings.TrimPrefix(field, "calls="), 10, 64)
-			require.NoError(b, err, "parse %q", line)
-			s.calls[name] = n
-			s.commands += n
-			continue
-		}
-		if key == "used_cpu_user" || key == "used_cpu_sys" {
-			sec, err := strconv.ParseFloat(value, 64)
-			require.NoError(b, err, "parse %q", line)
-			s.cpu += time.Duration(sec * float64(time.Second))
-		}
-	}
-	return s
-}
+// is read from the one place that knows it: Redis's INFO for the server
+// (redistest.ReadStats), the kernel for this process's CPU, the Go runtime
+// for its heap.
 
 // redisVersion is the version rc's server reports.
 func redisVersion(b *testing.B, rc rueidis.Client) string {
@@ -94,13 +56,13 @@ func liveMemory() (heap, stacks uint64) {
 type cost struct {
 	b      *testing.B
 	rc     rueidis.Client
-	redis0 redisStats
+	redis0 redistest.Stats
 	cpu0   time.Duration
 }
 
 // startCost starts measuring the cost of what b does next on rc's server.
 func startCost(b *testing.B, rc rueidis.Client) *cost {
-	return &cost{b: b, rc: rc, redis0: readRedisStats(b, rc), cpu0: processCPU(b)}
+	return &cost{b: b, rc: rc, redis0: redistest.ReadStats(b, rc), cpu0: processCPU(b)}
 }
 
 // report reports the cost so far per op, of ops ops, in units named after
@@ -108,11 +70,11 @@ func startCost(b *testing.B, rc rueidis.Client) *cost {
 // ran, including those inside scripts) and "scripts/<op>" (EVALSHA and
 // EVAL calls).
 func (c *cost) report(ops int, op string) {
-	redis1, cpu1 := readRedisStats(c.b, c.rc), processCPU(c.b)
+	redis1, cpu1 := redistest.ReadStats(c.b, c.rc), processCPU(c.b)
 	n := float64(ops)
 	c.b.ReportMetric(micros(cpu1-c.cpu0)/n, "cpu-µs/"+op)
-	c.b.ReportMetric(micros(redis1.cpu-c.redis0.cpu)/n, "redis-cpu-µs/"+op)
+	c.b.ReportMetric(micros(redis1.CPU-c.redis0.CPU)/n, "redis-cpu-µs/"+op)
 	// Less the INFO that took the first snapshot.
-	c.b.ReportMetric(float64(redis1.commands-c.redis0.commands-1)/n, "cmds/"+op)
-	c.b.ReportMetric(float64(redis1.scripts()-c.redis0.scripts())/n, "scripts/"+op)
+	c.b.ReportMetric(float64(redis1.Commands-c.redis0.Commands-1)/n, "cmds/"+op)
+	c.b.ReportMetric(float64(redis1.Scripts()-c.redis0.Scripts())/n, "scripts/"+op)
 }

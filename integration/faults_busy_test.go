@@ -64,10 +64,10 @@ func busyFor(t *testing.T, node *redistest.Node, d time.Duration) (ended func() 
 func TestFaultBusyScriptResent(t *testing.T) {
 	node := faultNode(t, busyArgs...)
 	raw := node.Client(t)
-	heldName, takenName := lockName(t)+":held", lockName(t)+":taken"
+	heldName, takenName := redistest.LockName(t)+":held", redistest.LockName(t)+":taken"
 	var acquiresBusy, releasesBusy atomic.Int32 // BUSY replies to rlock's scripts
 	rc := &hookClient{Client: node.Client(t), hook: func(_ context.Context, cmd []string, run func() rueidis.RedisResult) rueidis.RedisResult {
-		script := scriptOn(cmd, lockHash(heldName)) + scriptOn(cmd, lockHash(takenName))
+		script := scriptOn(cmd, lockKeys(heldName).Hash) + scriptOn(cmd, lockKeys(takenName).Hash)
 		res := run()
 		if hasRedisCode(res.Error(), "BUSY") {
 			switch script {
@@ -109,7 +109,7 @@ func TestFaultBusyScriptResent(t *testing.T) {
 	assert.False(t, lockedAt.Before(end.Add(-100*time.Millisecond)), "Lock succeeded only once the script ended")
 	assert.False(t, unlockedAt.Before(end.Add(-100*time.Millisecond)), "Unlock succeeded only once the script ended")
 	assertHoldCount(t, takenCtx, taken, 1)
-	assert.False(t, keyExists(t, raw, lockHash(heldName)), "the unlocked lock is free")
+	assert.False(t, keyExists(t, raw, lockKeys(heldName).Hash), "the unlocked lock is free")
 	require.NoError(t, taken.Unlock(takenCtx))
 }
 
@@ -127,7 +127,7 @@ func TestFaultBusyScriptOutlastsRetry(t *testing.T) {
 	node := faultNode(t, busyArgs...)
 	raw := node.Client(t)
 	c := newRlock(t, node.Client(t), rlock.WithRetryTimeout(retry), rlock.WithLeaseTime(lease))
-	held, refused := c.Mutex(lockName(t)+":held"), c.Mutex(lockName(t)+":refused")
+	held, refused := c.Mutex(redistest.LockName(t)+":held"), c.Mutex(redistest.LockName(t)+":refused")
 	heldCtx, err := held.Lock(t.Context())
 	require.NoError(t, err)
 
@@ -151,6 +151,6 @@ func TestFaultBusyScriptOutlastsRetry(t *testing.T) {
 			"%s fails with BUSY or with its retry timeout: %v", call, err)
 	}
 	assert.ErrorIs(t, context.Cause(heldCtx), rlock.ErrLockLost, "a failed Unlock ends the lock context as lost")
-	assert.False(t, keyExists(t, raw, lockHash(refused.Name())), "the refused Lock left no key")
-	assert.Eventually(t, keyGone(t, raw, lockHash(held.Name())), lease+time.Second, 50*time.Millisecond, "no renewal after the failed Unlock: the lease frees the lock")
+	assert.False(t, keyExists(t, raw, lockKeys(refused.Name()).Hash), "the refused Lock left no key")
+	assert.Eventually(t, keyGone(t, raw, lockKeys(held.Name()).Hash), lease+time.Second, 50*time.Millisecond, "no renewal after the failed Unlock: the lease frees the lock")
 }

@@ -8,6 +8,8 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rlock/rlock/internal/redistest"
 )
 
 // cancellation is what a cancelInFlight client does to the next acquire on
@@ -46,9 +48,9 @@ func cancelInFlight(rc rueidis.Client, hash string, armed *atomic.Pointer[cancel
 func TestFaultCancelDuringAcquire(t *testing.T) {
 	node := faultNode(t)
 	raw := node.Client(t)
-	name := lockName(t)
+	name := redistest.LockName(t)
 	var armed atomic.Pointer[cancellation]
-	mu := newRlock(t, cancelInFlight(node.Client(t), lockHash(name), &armed)).Mutex(name)
+	mu := newRlock(t, cancelInFlight(node.Client(t), lockKeys(name).Hash, &armed)).Mutex(name)
 
 	for _, sent := range []bool{true, false} {
 		ctx, cancel := context.WithCancel(t.Context())
@@ -56,7 +58,7 @@ func TestFaultCancelDuringAcquire(t *testing.T) {
 		_, err := mu.Lock(ctx)
 		require.ErrorIs(t, err, context.Canceled, "Lock reports its cancelled context (sent: %v)", sent)
 		require.Nil(t, armed.Load(), "the hook cancelled the acquire")
-		assert.False(t, keyExists(t, raw, lockHash(name)), "no level is left to the cancelled Lock (sent: %v)", sent)
+		assert.False(t, keyExists(t, raw, lockKeys(name).Hash), "no level is left to the cancelled Lock (sent: %v)", sent)
 	}
 
 	outer, err := mu.Lock(t.Context())
@@ -70,5 +72,5 @@ func TestFaultCancelDuringAcquire(t *testing.T) {
 	require.NoError(t, outer.Err(), "the outer hold lives on")
 
 	require.NoError(t, mu.Unlock(outer))
-	assert.False(t, keyExists(t, raw, lockHash(name)), "one Unlock frees the lock")
+	assert.False(t, keyExists(t, raw, lockKeys(name).Hash), "one Unlock frees the lock")
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rlock/rlock/internal/redistest"
 	"github.com/rlock/rlock/rlock"
 )
 
@@ -74,8 +75,8 @@ func takeOne(n *atomic.Int32) bool {
 func TestFaultLostAcquireReply(t *testing.T) {
 	node := faultNode(t)
 	raw := node.Client(t)
-	name := lockName(t)
-	loss := &replyLoss{hash: lockHash(name)}
+	name := redistest.LockName(t)
+	loss := &replyLoss{hash: lockKeys(name).Hash}
 	mu := newRlock(t, loss.client(node.Client(t)), rlock.WithLeaseTime(watchdogLease)).Mutex(name)
 
 	loss.acquire.Store(1)
@@ -97,10 +98,10 @@ func TestFaultLostAcquireReply(t *testing.T) {
 
 	require.NoError(t, mu.Unlock(inner))
 	require.NoError(t, mu.Unlock(ctx))
-	assert.False(t, keyExists(t, raw, lockHash(name)), "two Unlocks free a lock taken twice")
-	before := scriptCalls(t, raw)
+	assert.False(t, keyExists(t, raw, lockKeys(name).Hash), "two Unlocks free a lock taken twice")
+	before := redistest.ScriptCalls(t, raw)
 	time.Sleep(watchdogLease) // three renew intervals
-	assert.Equal(t, before, scriptCalls(t, raw), "no orphan renewal after the Unlock")
+	assert.Equal(t, before, redistest.ScriptCalls(t, raw), "no orphan renewal after the Unlock")
 }
 
 // TestFaultLostUnlockReply loses the reply of an Unlock after it ran, once
@@ -110,8 +111,8 @@ func TestFaultLostAcquireReply(t *testing.T) {
 func TestFaultLostUnlockReply(t *testing.T) {
 	node := faultNode(t)
 	raw := node.Client(t)
-	name := lockName(t)
-	loss := &replyLoss{hash: lockHash(name)}
+	name := redistest.LockName(t)
+	loss := &replyLoss{hash: lockKeys(name).Hash}
 	mu := newRlock(t, loss.client(node.Client(t))).Mutex(name)
 	ctx, err := mu.Lock(t.Context())
 	require.NoError(t, err)
@@ -129,7 +130,7 @@ func TestFaultLostUnlockReply(t *testing.T) {
 	require.EqualValues(t, 2, loss.lost.Load())
 	assert.ErrorIs(t, ctx.Err(), context.Canceled, "the final Unlock ends the lock context")
 	assert.NotErrorIs(t, context.Cause(ctx), rlock.ErrLockLost, "an Unlock is not a loss")
-	assert.False(t, keyExists(t, raw, lockHash(name)), "the lock is free")
+	assert.False(t, keyExists(t, raw, lockKeys(name).Hash), "the lock is free")
 	assert.ErrorIs(t, mu.Unlock(ctx), rlock.ErrNotHeld, "nothing is left to unlock")
 }
 
@@ -144,15 +145,15 @@ func TestFaultLostReplyNoResend(t *testing.T) {
 	// meanwhile: nothing renews it.
 	expires := func(t *testing.T, name string) {
 		t.Helper()
-		before := scriptCalls(t, raw)
-		assert.Eventually(t, keyGone(t, raw, lockHash(name)), watchdogLease+time.Second, 20*time.Millisecond,
+		before := redistest.ScriptCalls(t, raw)
+		assert.Eventually(t, keyGone(t, raw, lockKeys(name).Hash), watchdogLease+time.Second, 20*time.Millisecond,
 			"the lease frees the lock")
-		assert.Equal(t, before, scriptCalls(t, raw), "nothing renewed the lock")
+		assert.Equal(t, before, redistest.ScriptCalls(t, raw), "nothing renewed the lock")
 	}
 
 	t.Run("Acquire", func(t *testing.T) {
-		name := lockName(t)
-		loss := &replyLoss{hash: lockHash(name)}
+		name := redistest.LockName(t)
+		loss := &replyLoss{hash: lockKeys(name).Hash}
 		c := newRlock(t, loss.client(node.Client(t)), rlock.WithRetryTimeout(retry), rlock.WithLeaseTime(watchdogLease))
 		mu := c.Mutex(name)
 		loss.acquire.Store(1)
@@ -163,7 +164,7 @@ func TestFaultLostReplyNoResend(t *testing.T) {
 		assert.ErrorIs(t, err, io.ErrUnexpectedEOF, "Lock fails with the transport error")
 		assert.Less(t, time.Since(start), 2*retry+time.Second, "a resend and the settling each stop at the retry timeout")
 		require.EqualValues(t, 1, loss.lost.Load(), "the first acquire ran")
-		require.True(t, keyExists(t, raw, lockHash(name)), "the level it took is held in Redis")
+		require.True(t, keyExists(t, raw, lockKeys(name).Hash), "the level it took is held in Redis")
 
 		loss.down.Store(false)
 		expires(t, name)
@@ -173,8 +174,8 @@ func TestFaultLostReplyNoResend(t *testing.T) {
 	})
 
 	t.Run("Unlock", func(t *testing.T) {
-		name := lockName(t)
-		loss := &replyLoss{hash: lockHash(name)}
+		name := redistest.LockName(t)
+		loss := &replyLoss{hash: lockKeys(name).Hash}
 		mu := newRlock(t, loss.client(node.Client(t)), rlock.WithRetryTimeout(retry), rlock.WithLeaseTime(watchdogLease)).Mutex(name)
 		ctx, err := mu.Lock(t.Context())
 		require.NoError(t, err)
@@ -184,7 +185,7 @@ func TestFaultLostReplyNoResend(t *testing.T) {
 		assert.ErrorIs(t, mu.Unlock(ctx), io.ErrUnexpectedEOF, "Unlock fails with the transport error")
 		assert.Less(t, time.Since(start), retry+time.Second, "Unlock stops at the retry timeout")
 		assert.ErrorIs(t, context.Cause(ctx), rlock.ErrLockLost, "a failed Unlock ends the lock context as lost")
-		require.True(t, keyExists(t, raw, lockHash(name)), "the release never reached Redis")
+		require.True(t, keyExists(t, raw, lockKeys(name).Hash), "the release never reached Redis")
 		expires(t, name)
 	})
 }

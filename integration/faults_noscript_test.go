@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rlock/rlock/internal/redistest"
 	"github.com/rlock/rlock/rlock"
 )
 
@@ -19,7 +20,7 @@ import (
 func TestFaultScriptFlush(t *testing.T) {
 	node := faultNode(t)
 	raw := node.Client(t)
-	mu := newRlock(t, node.Client(t), rlock.WithLeaseTime(watchdogLease)).Mutex(lockName(t))
+	mu := newRlock(t, node.Client(t), rlock.WithLeaseTime(watchdogLease)).Mutex(redistest.LockName(t))
 	flush := func() {
 		t.Helper()
 		require.NoError(t, raw.Do(t.Context(), raw.B().ScriptFlush().Build()).Error())
@@ -50,6 +51,6 @@ func TestFaultScriptFlush(t *testing.T) {
 	again, err := mu.Lock(t.Context())
 	require.NoError(t, err, "Lock again after SCRIPT FLUSH")
 	require.NoError(t, mu.Unlock(again))
-	assert.False(t, keyExists(t, raw, lockHash(lockName(t))), "the lock is free")
+	assert.False(t, keyExists(t, raw, lockKeys(redistest.LockName(t)).Hash), "the lock is free")
 	assert.Positive(t, errorReplies(t, raw, "NOSCRIPT"), "the flushes made Redis answer NOSCRIPT")
 }

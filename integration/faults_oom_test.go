@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rlock/rlock/internal/redistest"
 	"github.com/rlock/rlock/rlock"
 )
 
@@ -53,7 +54,7 @@ func freeMemory(t *testing.T, rc rueidis.Client) {
 func TestFaultOOMRefusesNewLock(t *testing.T) {
 	node := faultNode(t, oomArgs...)
 	raw := node.Client(t)
-	name := lockName(t)
+	name := redistest.LockName(t)
 	mu := newRlock(t, node.Client(t)).Mutex(name)
 	fillMemory(t, raw)
 
@@ -65,8 +66,8 @@ func TestFaultOOMRefusesNewLock(t *testing.T) {
 	assert.True(t, hasRedisCode(err, "OOM"), "the error wraps Redis's OOM reply: %v", err)
 	assert.Less(t, time.Since(start), time.Second, "Lock fails at once instead of resending")
 	assert.Equal(t, ctx, lctx, "a failed Lock returns the context it was given")
-	assert.False(t, keyExists(t, raw, lockHash(name)), "no hold is left")
-	assertNoSubscribers(t, raw, name)
+	assert.False(t, keyExists(t, raw, lockKeys(name).Hash), "no hold is left")
+	redistest.AssertNoSubscribers(t, raw, lockKeys(name))
 
 	freeMemory(t, raw)
 	lctx, err = mu.Lock(ctx)
@@ -82,7 +83,7 @@ func TestFaultOOMRefusesNewLock(t *testing.T) {
 func TestFaultOOMKeepsHeldLock(t *testing.T) {
 	node := faultNode(t, oomArgs...)
 	raw := node.Client(t)
-	name := lockName(t)
+	name := redistest.LockName(t)
 	mu := newRlock(t, node.Client(t), rlock.WithLeaseTime(watchdogLease)).Mutex(name)
 	ctx, err := mu.Lock(t.Context())
 	require.NoError(t, err)
@@ -101,7 +102,7 @@ func TestFaultOOMKeepsHeldLock(t *testing.T) {
 
 	require.NoError(t, mu.Unlock(ctx), "Unlock at maxmemory")
 	assert.ErrorIs(t, ctx.Err(), context.Canceled, "the final Unlock ends the lock context")
-	assert.False(t, keyExists(t, raw, lockHash(name)), "the lock is free")
+	assert.False(t, keyExists(t, raw, lockKeys(name).Hash), "the lock is free")
 	assert.True(t, hasRedisCode(raw.Do(t.Context(), raw.B().Set().Key("fault:probe").Value("1").Build()).Error(), "OOM"),
 		"Redis was still at maxmemory when Unlock ran")
 }

@@ -27,7 +27,7 @@ func TestSlotMigrationUnderLoad(t *testing.T) {
 	}
 	const locks, clients, workers, moves = 4, 3, 3, 6
 	cl := redistest.NewCluster(t, redistest.ClusterConfig{})
-	group := lockName(t)
+	group := redistest.LockName(t)
 	names := make([]string, locks)
 	for i := range names {
 		names[i] = fmt.Sprint(i) // locks of one group: one slot

@@ -88,7 +88,7 @@ func runScenario(t *testing.T, sc scenario) {
 	if soak {
 		iterations = 1 << 30
 	}
-	base := procConfig{Store: storeNode.Addr(), Lock: lockName(t), Workers: 2, MaxIterations: iterations,
+	base := procConfig{Store: storeNode.Addr(), Lock: redistest.LockName(t), Workers: 2, MaxIterations: iterations,
 		Run: length, Lease: lease, Retry: reliabilityRetry, Wait: reliabilityWait}
 	procs := []procConfig{
 		with(base, "p", dir, sc.victim == victimLocal, far, near),

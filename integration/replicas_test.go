@@ -28,7 +28,7 @@ func TestReplicaAck(t *testing.T) {
 	sen := redistest.NewSentinel(t, redistest.SentinelConfig{})
 	rc := sen.Client(t)
 	c := newRlock(t, rc, rlock.WithReplicaAck(1, ackTimeout))
-	mu := c.Mutex(lockName(t))
+	mu := c.Mutex(redistest.LockName(t))
 
 	ctx, err := mu.Lock(t.Context())
 	require.NoError(t, err, "an acquire the replica acknowledged")
@@ -56,7 +56,7 @@ func TestReplicaAck(t *testing.T) {
 // acknowledge, so every acquire fails cleanly.
 func TestReplicaAckWithoutReplicas(t *testing.T) {
 	c := newRlock(t, redistest.Shared(t).Client(t), rlock.WithReplicaAck(1, 50*time.Millisecond))
-	_, err := c.Mutex(lockName(t)).Lock(t.Context())
+	_, err := c.Mutex(redistest.LockName(t)).Lock(t.Context())
 	assert.ErrorIs(t, err, rlock.ErrNotReplicated)
 }
 
@@ -141,7 +141,7 @@ func takeLocks(t *testing.T, c *rlock.Client, phase string, n int) map[string]co
 	out := map[string]context.Context{}
 	var wg sync.WaitGroup
 	for i := range n {
-		name := fmt.Sprintf("%s:%s:%d", lockName(t), phase, i)
+		name := fmt.Sprintf("%s:%s:%d", redistest.LockName(t), phase, i)
 		wg.Go(func() {
 			ctx, ok, err := c.Mutex(name).TryLock(t.Context(), 0, 0)
 			if err != nil {
@@ -170,8 +170,8 @@ func TestReplicaAckOnCluster(t *testing.T) {
 	c := newRlock(t, cl.Client(t), rlock.WithReplicaAck(1, time.Second))
 	masters := map[int]bool{}
 	for i := range 12 {
-		name := fmt.Sprintf("%s:%d", lockName(t), i)
-		owner, err := cl.MasterOf(t.Context(), slot.Of(lockHash(name)))
+		name := fmt.Sprintf("%s:%d", redistest.LockName(t), i)
+		owner, err := cl.MasterOf(t.Context(), slot.Of(lockKeys(name).Hash))
 		require.NoError(t, err)
 		masters[owner] = true
 		ctx, err := c.Mutex(name).Lock(t.Context())

@@ -12,14 +12,6 @@ import (
 	"github.com/rlock/rlock/rlock"
 )
 
-func newClient(t *testing.T, opts ...rlock.Option) *rlock.Client {
-	t.Helper()
-	c, err := rlock.New(redistest.Shared(t).Client(t), opts...)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, c.Close()) })
-	return c
-}
-
 func TestNewRejectsBadInput(t *testing.T) {
 	_, err := rlock.New(nil)
 	assert.ErrorIs(t, err, rlock.ErrNilClient)
@@ -39,7 +31,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 }
 
 func TestMutexRejectsBadInput(t *testing.T) {
-	c := newClient(t)
+	c := sharedClient(t)
 	ctx := t.Context()
 
 	_, err := c.Mutex("").Lock(ctx)

@@ -24,7 +24,7 @@ func takeAll(t *testing.T, mutexes ...*rlock.Mutex) {
 }
 
 func TestNamingBracesAreNotHashTags(t *testing.T) {
-	a, b := newClient(t), newClient(t)
+	a, b := sharedClient(t), sharedClient(t)
 	x := uuid.NewString()
 	takeAll(t, a.Mutex(x), b.Mutex("{"+x+"}"), a.Mutex("{"+x+"}:unlock"), b.Mutex(x+"}"), a.Mutex("%7D"+x), b.Mutex("}"+x))
 }
@@ -33,7 +33,7 @@ func TestNamingBracesAreNotHashTags(t *testing.T) {
 // counter key under a layout that kept a name's own hash tag: the counter is
 // not touched, and the other lock keeps working with increasing tokens.
 func TestNamingTokenSuffix(t *testing.T) {
-	c := newClient(t)
+	c := sharedClient(t)
 	x := uuid.NewString()
 	mu := c.Mutex(x)
 	lockToken := func() int64 {
@@ -55,7 +55,7 @@ func TestNamingTokenSuffix(t *testing.T) {
 }
 
 func TestNamingHugeName(t *testing.T) {
-	mu := newClient(t).Mutex(uuid.NewString() + strings.Repeat("{}:%", 1<<18)) // over 1 MiB
+	mu := sharedClient(t).Mutex(uuid.NewString() + strings.Repeat("{}:%", 1<<18)) // over 1 MiB
 	ctx, err := mu.Lock(t.Context())
 	require.NoError(t, err)
 	locked, err := mu.IsLocked(t.Context())
@@ -68,7 +68,7 @@ func TestNamingHugeName(t *testing.T) {
 }
 
 func TestGroupedMutex(t *testing.T) {
-	a, b := newClient(t), newClient(t)
+	a, b := sharedClient(t), sharedClient(t)
 	g := uuid.NewString()
 	grouped := a.GroupedMutex(g, "a")
 	assert.Equal(t, "a", grouped.Name())

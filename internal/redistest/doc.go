@@ -19,4 +19,9 @@
 // A controllable node can be paused and resumed (SIGSTOP, docker pause),
 // killed and restarted empty on the same address, and put behind a Proxy
 // that slows or cuts the link.
+//
+// ForEachSetup runs a suite on every backend and on a Cluster, each given as
+// a Setup. LastingKeys, Subscribers, AssertNoSubscribers and ReadStats read a
+// lock's state and the server's counters from Redis itself, naming keys and
+// channels through internal/keys.
 package redistest

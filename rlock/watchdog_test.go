@@ -1,11 +1,10 @@
-package integration
+package rlock_test
 
 import (
 	"context"
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -16,16 +15,9 @@ import (
 // watchdogLease is short so that renewals happen often in a test.
 const watchdogLease = time.Second
 
-// scriptCalls counts the scripts Redis has run (EVALSHA and EVAL).
-func scriptCalls(t *testing.T, rc rueidis.Client) int {
-	t.Helper()
-	return int(readRedisStats(t, rc).scripts())
-}
-
 func TestWatchdogKeepsLockUntilUnlock(t *testing.T) {
 	node := redistest.New(t, redistest.Config{})
-	s := setup{node: node}
-	mu := s.client(t, rlock.WithLeaseTime(watchdogLease)).Mutex(lockName(t))
+	mu := newRlock(t, node.Client(t), rlock.WithLeaseTime(watchdogLease)).Mutex(redistest.LockName(t))
 	ctx, err := mu.Lock(t.Context())
 	require.NoError(t, err)
 
@@ -39,10 +31,10 @@ func TestWatchdogKeepsLockUntilUnlock(t *testing.T) {
 	assert.Greater(t, lease, watchdogLease/3, "the lease is being renewed")
 
 	require.NoError(t, mu.Unlock(ctx))
-	raw := s.raw(t)
-	before := scriptCalls(t, raw)
+	raw := node.Client(t)
+	before := redistest.ScriptCalls(t, raw)
 	time.Sleep(2 * watchdogLease)
-	assert.Equal(t, before, scriptCalls(t, raw), "no renewal reaches Redis after Unlock")
+	assert.Equal(t, before, redistest.ScriptCalls(t, raw), "no renewal reaches Redis after Unlock")
 }
 
 // TestWatchdogDetectsLoss takes the lock away behind the holder's back in
@@ -50,16 +42,15 @@ func TestWatchdogKeepsLockUntilUnlock(t *testing.T) {
 // renew interval.
 func TestWatchdogDetectsLoss(t *testing.T) {
 	node := redistest.New(t, redistest.Config{})
-	s := setup{node: node}
 	// Each loss gets a client of its own: a restart breaks the connections
 	// of the clients that saw it.
 	losses := map[string]func(t *testing.T, key string){
 		"Deleted": func(t *testing.T, key string) {
-			raw := s.raw(t)
+			raw := node.Client(t)
 			require.NoError(t, raw.Do(t.Context(), raw.B().Del().Key(key).Build()).Error())
 		},
 		"FlushAll": func(t *testing.T, _ string) {
-			raw := s.raw(t)
+			raw := node.Client(t)
 			require.NoError(t, raw.Do(t.Context(), raw.B().Flushall().Build()).Error())
 		},
 		"RestartedEmpty": func(t *testing.T, _ string) {
@@ -72,11 +63,11 @@ func TestWatchdogDetectsLoss(t *testing.T) {
 	}
 	for name, lose := range losses {
 		t.Run(name, func(t *testing.T) {
-			mu := s.client(t, rlock.WithLeaseTime(watchdogLease)).Mutex(lockName(t))
+			mu := newRlock(t, node.Client(t), rlock.WithLeaseTime(watchdogLease)).Mutex(redistest.LockName(t))
 			ctx, err := mu.Lock(t.Context())
 			require.NoError(t, err)
 
-			lose(t, lockHash(lockName(t)))
+			lose(t, lockKeys(redistest.LockName(t)).Hash)
 			select {
 			case <-ctx.Done():
 			case <-time.After(watchdogLease/3 + 2*time.Second):
@@ -101,9 +92,8 @@ func TestWatchdogRedisPaused(t *testing.T) {
 	if !node.Controllable() {
 		t.Skip("the Redis at REDIS_ADDR cannot be paused by the test")
 	}
-	s := setup{node: node}
-	name := lockName(t)
-	mu := s.client(t, rlock.WithLeaseTime(watchdogLease)).Mutex(name)
+	name := redistest.LockName(t)
+	mu := newRlock(t, node.Client(t), rlock.WithLeaseTime(watchdogLease)).Mutex(name)
 	ctx, err := mu.Lock(t.Context())
 	require.NoError(t, err)
 	time.Sleep(watchdogLease / 2)
@@ -128,7 +118,7 @@ func TestWatchdogRedisPaused(t *testing.T) {
 	time.Sleep(watchdogLease)
 	require.NoError(t, node.Resume(t.Context()))
 	resumed = true
-	other := s.client(t, rlock.WithLeaseTime(watchdogLease)).Mutex(name)
+	other := newRlock(t, node.Client(t), rlock.WithLeaseTime(watchdogLease)).Mutex(name)
 	octx, ok, err := other.TryLock(t.Context(), 5*time.Second, 0)
 	require.NoError(t, err)
 	require.True(t, ok, "another client takes the lock after Redis resumes")

@@ -1,4 +1,4 @@
-package integration
+package rlock_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -25,7 +26,7 @@ const handoffBound = 200 * time.Millisecond
 
 // TestWaiting runs the pub/sub waiting suite on every setup.
 func TestWaiting(t *testing.T) {
-	forEachSetup(t, func(t *testing.T, s setup) {
+	redistest.ForEachSetup(t, func(t *testing.T, s redistest.Setup) {
 		t.Run("Handoff", func(t *testing.T) { testHandoff(t, s) })
 		t.Run("ManyWaiters", func(t *testing.T) { testManyWaiters(t, s) })
 	})
@@ -33,10 +34,10 @@ func TestWaiting(t *testing.T) {
 
 // testHandoff: a waiter in another Client holds the lock within
 // handoffBound of the holder's Unlock, while the holder's lease is 30 s.
-func testHandoff(t *testing.T, s setup) {
-	name := lockName(t)
-	holder := s.client(t).Mutex(name)
-	waiter := s.client(t).Mutex(name)
+func testHandoff(t *testing.T, s redistest.Setup) {
+	name := redistest.LockName(t)
+	holder := newRlock(t, s.Client(t)).Mutex(name)
+	waiter := newRlock(t, s.Client(t)).Mutex(name)
 	for round := range 5 {
 		hctx, err := holder.Lock(t.Context())
 		require.NoError(t, err)
@@ -49,19 +50,19 @@ func testHandoff(t *testing.T, s setup) {
 		t.Logf("round %d: handoff %v", round, took)
 		assert.Less(t, took, handoffBound, "round %d: handoff took %v with a 30 s lease", round, took)
 	}
-	assertNoSubscribers(t, s.raw(t), name)
+	redistest.AssertNoSubscribers(t, s.Client(t), lockKeys(name))
 }
 
 // testManyWaiters: 1 000 waiters on 100 locks, all through one Client and
 // so one connection, each get their lock in turn, and never two at once.
-func testManyWaiters(t *testing.T, s setup) {
+func testManyWaiters(t *testing.T, s redistest.Setup) {
 	const locks, perLock = 100, 10
-	holders := s.client(t)
-	waiters := s.client(t)
+	holders := newRlock(t, s.Client(t))
+	waiters := newRlock(t, s.Client(t))
 	names := make([]string, locks)
 	held := make([]context.Context, locks)
 	for i := range names {
-		names[i] = fmt.Sprintf("%s:%d", lockName(t), i)
+		names[i] = fmt.Sprintf("%s:%d", redistest.LockName(t), i)
 		var err error
 		held[i], err = holders.Mutex(names[i]).Lock(t.Context())
 		require.NoError(t, err)
@@ -94,19 +95,19 @@ func testManyWaiters(t *testing.T, s setup) {
 	}
 	wg.Wait()
 	assert.Equal(t, int32(locks*perLock), acquired.Load(), "every waiter got its lock")
-	if s.cluster != nil {
+	if s.Cluster != nil {
 		masters := map[int]bool{}
 		for _, name := range names {
-			owner, err := s.cluster.MasterOf(t.Context(), slot.Of(lockHash(name)))
+			owner, err := s.Cluster.MasterOf(t.Context(), slot.Of(lockKeys(name).Hash))
 			require.NoError(t, err)
 			masters[owner] = true
 		}
 		assert.Len(t, masters, 3, "the locks spread over every master of the Cluster")
 	}
 	assert.Zero(t, overlaps.Load(), "two holders of one lock at once")
-	raw := s.raw(t)
+	raw := s.Client(t)
 	for _, name := range names {
-		assertNoSubscribers(t, raw, name)
+		redistest.AssertNoSubscribers(t, raw, lockKeys(name))
 	}
 }
 
@@ -115,16 +116,16 @@ func testManyWaiters(t *testing.T, s setup) {
 // holder unlocks, however long the hold lasts.
 func TestWaitingDoesNotPoll(t *testing.T) {
 	const waiters = 20
-	s := setup{node: redistest.New(t, redistest.Config{})}
-	raw := s.raw(t)
-	name := lockName(t)
-	holder := s.client(t).Mutex(name)
+	node := redistest.New(t, redistest.Config{})
+	raw := node.Client(t)
+	name := redistest.LockName(t)
+	holder := newRlock(t, node.Client(t)).Mutex(name)
 	hctx, err := holder.Lock(t.Context())
 	require.NoError(t, err)
 
-	c := s.client(t)
+	c := newRlock(t, node.Client(t))
 	var wg sync.WaitGroup
-	before := scriptCalls(t, raw)
+	before := redistest.ScriptCalls(t, raw)
 	for range waiters {
 		wg.Go(func() {
 			mu := c.Mutex(name)
@@ -135,9 +136,9 @@ func TestWaitingDoesNotPoll(t *testing.T) {
 		})
 	}
 	time.Sleep(500 * time.Millisecond)
-	settled := scriptCalls(t, raw)
+	settled := redistest.ScriptCalls(t, raw)
 	time.Sleep(1500 * time.Millisecond)
-	quiet := scriptCalls(t, raw)
+	quiet := redistest.ScriptCalls(t, raw)
 
 	t.Logf("%d waiters: %d acquire attempts while starting, %d during the next 1.5 s of the hold", waiters, settled-before, quiet-settled)
 	assert.LessOrEqual(t, settled-before, 3*waiters, "attempts while the waiters started (at most a few each)")
@@ -145,7 +146,7 @@ func TestWaitingDoesNotPoll(t *testing.T) {
 	assert.Zero(t, quiet-settled, "acquire attempts while the holder held the lock for 1.5 s")
 	require.NoError(t, holder.Unlock(hctx))
 	wg.Wait()
-	assertNoSubscribers(t, raw, name)
+	redistest.AssertNoSubscribers(t, raw, lockKeys(name))
 }
 
 // TestWaitingSurvivesLostWakeup kills the waiter's subscribed connection
@@ -157,21 +158,19 @@ func TestWaitingSurvivesLostWakeup(t *testing.T) {
 	if !node.Controllable() {
 		t.Skip("the Redis at REDIS_ADDR is shared: the test cannot kill its connections")
 	}
-	s := setup{node: node}
-	raw := s.raw(t)
-	name := lockName(t)
-	holder := s.client(t).Mutex(name)
+	raw := node.Client(t)
+	name := redistest.LockName(t)
+	holder := newRlock(t, node.Client(t)).Mutex(name)
 	hctx, err := holder.Lock(t.Context())
 	require.NoError(t, err)
 
-	acquired, got := lockInBackground(t, s.client(t).Mutex(name))
-	channel := lockChannel(name)
+	acquired, got := lockInBackground(t, newRlock(t, node.Client(t)).Mutex(name))
 	require.Eventually(t, func() bool {
-		res, err := raw.Do(t.Context(), raw.B().PubsubNumsub().Channel(channel).Build()).AsIntMap()
-		return err == nil && res[channel] == 1
+		n, err := redistest.Subscribers(t.Context(), raw, lockKeys(name).Channel)
+		return err == nil && n == 1
 	}, 5*time.Second, 10*time.Millisecond, "the waiter subscribes")
 
-	killed := killSubscribers(t, s)
+	killed := killSubscribers(t, raw)
 	require.NotZero(t, killed, "the waiter's subscribed connection was found and killed")
 	start := time.Now()
 	require.NoError(t, holder.Unlock(hctx))
@@ -183,14 +182,13 @@ func TestWaitingSurvivesLostWakeup(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("a lost wake-up left the waiter asleep")
 	}
-	assertNoSubscribers(t, raw, name)
+	redistest.AssertNoSubscribers(t, raw, lockKeys(name))
 }
 
 // killSubscribers kills every connection that has a channel subscription
 // and returns how many it killed.
-func killSubscribers(t *testing.T, s setup) int {
+func killSubscribers(t *testing.T, raw rueidis.Client) int {
 	t.Helper()
-	raw := s.raw(t)
 	list, err := raw.Do(t.Context(), raw.B().ClientList().Build()).ToString()
 	require.NoError(t, err)
 	killed := 0

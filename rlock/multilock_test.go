@@ -1,4 +1,4 @@
-package integration
+package rlock_test
 
 import (
 	"context"
@@ -41,7 +41,7 @@ func (ms masters) mutexes(t *testing.T, name string, opts ...rlock.Option) []*rl
 	t.Helper()
 	out := make([]*rlock.Mutex, len(ms.nodes))
 	for i, node := range ms.nodes {
-		out[i] = setup{node: node}.client(t, opts...).Mutex(name)
+		out[i] = newRlock(t, node.Client(t), opts...).Mutex(name)
 	}
 	return out
 }
@@ -54,7 +54,7 @@ func (ms masters) held(t *testing.T, name string) int {
 		if ms.nodes[i].Controllable() && rc.Do(t.Context(), rc.B().Ping().Build()).Error() != nil {
 			continue // a killed node
 		}
-		exists, err := rc.Do(t.Context(), rc.B().Exists().Key(lockHash(name)).Build()).AsInt64()
+		exists, err := rc.Do(t.Context(), rc.B().Exists().Key(lockKeys(name).Hash).Build()).AsInt64()
 		require.NoError(t, err)
 		n += int(exists)
 	}
@@ -63,7 +63,7 @@ func (ms masters) held(t *testing.T, name string) int {
 
 func TestRedLockAllUp(t *testing.T) {
 	ms := startMasters(t, 5)
-	name := lockName(t)
+	name := redistest.LockName(t)
 	rl := rlock.NewRedLock(ms.mutexes(t, name)...)
 
 	ctx, err := rl.Lock(t.Context())
@@ -86,7 +86,7 @@ func TestRedLockQuorum(t *testing.T) {
 	}{{killed: 2, taken: true}, {killed: 3, taken: false}} {
 		t.Run(fmt.Sprintf("%dKilled", tc.killed), func(t *testing.T) {
 			ms := startMasters(t, 5)
-			name := lockName(t)
+			name := redistest.LockName(t)
 			rl := rlock.NewRedLock(ms.mutexes(t, name)...)
 			for _, node := range ms.nodes[:tc.killed] {
 				require.NoError(t, node.Kill(t.Context()))
@@ -105,7 +105,7 @@ func TestRedLockQuorum(t *testing.T) {
 
 func TestMultiLockNeedsEveryNode(t *testing.T) {
 	ms := startMasters(t, 3)
-	name := lockName(t)
+	name := redistest.LockName(t)
 	ml := rlock.NewMultiLock(ms.mutexes(t, name)...)
 	require.NoError(t, ms.nodes[2].Kill(t.Context()))
 
@@ -120,7 +120,7 @@ func TestMultiLockNeedsEveryNode(t *testing.T) {
 // already expired.
 func TestRedLockSlowNode(t *testing.T) {
 	ms := startMasters(t, 5)
-	name := lockName(t)
+	name := redistest.LockName(t)
 	const lease = 2 * time.Second
 	proxy := ms.nodes[0].Proxy(t)
 	slow, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{proxy.Addr()}})
@@ -149,7 +149,7 @@ func TestRedLockSlowNode(t *testing.T) {
 // same five nodes: they must never both hold the RedLock.
 func TestRedLocksContend(t *testing.T) {
 	ms := startMasters(t, 5)
-	name := lockName(t)
+	name := redistest.LockName(t)
 	var inside, overlaps, taken atomic.Int32
 	var wg sync.WaitGroup
 	for range 2 {
@@ -179,7 +179,7 @@ func TestRedLocksContend(t *testing.T) {
 // renewal; with three nodes gone the holder's context ends with ErrLockLost.
 func TestRedLockWatchdog(t *testing.T) {
 	ms := startMasters(t, 5)
-	name := lockName(t)
+	name := redistest.LockName(t)
 	const lease = time.Second
 	rl := rlock.NewRedLock(ms.mutexes(t, name, rlock.WithLeaseTime(lease))...)
 	ctx, err := rl.Lock(t.Context())

@@ -1,4 +1,4 @@
-package integration
+package rlock_test
 
 import (
 	"context"
@@ -9,12 +9,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rlock/rlock/internal/redistest"
 	"github.com/rlock/rlock/rlock"
 )
 
 // TestMutex runs the Mutex suite on every Redis backend the harness offers.
 func TestMutex(t *testing.T) {
-	cases := map[string]func(t *testing.T, s setup){
+	cases := map[string]func(t *testing.T, s redistest.Setup){
 		"LockUnlock":                 testLockUnlock,
 		"Reentrant":                  testReentrant,
 		"OtherOwnerWaits":            testOtherOwnerWaits,
@@ -29,7 +30,7 @@ func TestMutex(t *testing.T) {
 		"CloseWakesWaiters":          testCloseWakesWaiters,
 		"ForceUnlock":                testForceUnlock,
 	}
-	forEachSetup(t, func(t *testing.T, s setup) {
+	redistest.ForEachSetup(t, func(t *testing.T, s redistest.Setup) {
 		for name, tc := range cases {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
@@ -39,8 +40,8 @@ func TestMutex(t *testing.T) {
 	})
 }
 
-func testLockUnlock(t *testing.T, s setup) {
-	mu := s.client(t).Mutex(lockName(t))
+func testLockUnlock(t *testing.T, s redistest.Setup) {
+	mu := newRlock(t, s.Client(t)).Mutex(redistest.LockName(t))
 	ctx, err := mu.Lock(t.Context())
 	require.NoError(t, err)
 
@@ -59,8 +60,8 @@ func testLockUnlock(t *testing.T, s setup) {
 	assert.NotErrorIs(t, context.Cause(ctx), rlock.ErrLockLost, "an Unlock is not a loss")
 }
 
-func testReentrant(t *testing.T, s setup) {
-	mu := s.client(t).Mutex(lockName(t))
+func testReentrant(t *testing.T, s redistest.Setup) {
+	mu := newRlock(t, s.Client(t)).Mutex(redistest.LockName(t))
 	outer, err := mu.Lock(t.Context())
 	require.NoError(t, err)
 	ctxs := []context.Context{outer}
@@ -85,9 +86,9 @@ func testReentrant(t *testing.T, s setup) {
 	assert.ErrorIs(t, mu.Unlock(outer), rlock.ErrNotHeld, "one Unlock too many")
 }
 
-func testOtherOwnerWaits(t *testing.T, s setup) {
-	name := lockName(t)
-	c := s.client(t)
+func testOtherOwnerWaits(t *testing.T, s redistest.Setup) {
+	name := redistest.LockName(t)
+	c := newRlock(t, s.Client(t))
 	holder, err := c.Mutex(name).Lock(t.Context())
 	require.NoError(t, err)
 
@@ -117,12 +118,12 @@ func testOtherOwnerWaits(t *testing.T, s setup) {
 	assert.Less(t, time.Since(unlockedAt), 5*time.Second, "the waiter was served long before the 30 s lease")
 }
 
-func testTryLockNoWait(t *testing.T, s setup) {
-	name := lockName(t)
-	_, err := s.client(t).Mutex(name).Lock(t.Context())
+func testTryLockNoWait(t *testing.T, s redistest.Setup) {
+	name := redistest.LockName(t)
+	_, err := newRlock(t, s.Client(t)).Mutex(name).Lock(t.Context())
 	require.NoError(t, err)
 
-	mu := s.client(t).Mutex(name)
+	mu := newRlock(t, s.Client(t)).Mutex(name)
 	parent := t.Context()
 	start := time.Now()
 	ctx, ok, err := mu.TryLock(parent, 0, 0)
@@ -132,14 +133,14 @@ func testTryLockNoWait(t *testing.T, s setup) {
 	assert.Less(t, time.Since(start), time.Second, "TryLock(wait=0) returns at once")
 }
 
-func testTryLockWaitsForUnlock(t *testing.T, s setup) {
-	name := lockName(t)
-	holder := s.client(t).Mutex(name)
+func testTryLockWaitsForUnlock(t *testing.T, s redistest.Setup) {
+	name := redistest.LockName(t)
+	holder := newRlock(t, s.Client(t)).Mutex(name)
 	hctx, err := holder.Lock(t.Context())
 	require.NoError(t, err)
 	time.AfterFunc(200*time.Millisecond, func() { _ = holder.Unlock(hctx) })
 
-	mu := s.client(t).Mutex(name)
+	mu := newRlock(t, s.Client(t)).Mutex(name)
 	ctx, ok, err := mu.TryLock(t.Context(), 5*time.Second, 0)
 	require.NoError(t, err)
 	require.True(t, ok, "TryLock gets the lock the holder frees within the wait")
@@ -149,9 +150,9 @@ func testTryLockWaitsForUnlock(t *testing.T, s setup) {
 	require.NoError(t, mu.Unlock(ctx))
 }
 
-func testLockForExpires(t *testing.T, s setup) {
-	name := lockName(t)
-	mu := s.client(t).Mutex(name)
+func testLockForExpires(t *testing.T, s redistest.Setup) {
+	name := redistest.LockName(t)
+	mu := newRlock(t, s.Client(t)).Mutex(name)
 	ctx, err := mu.LockFor(t.Context(), 200*time.Millisecond)
 	require.NoError(t, err)
 
@@ -166,21 +167,21 @@ func testLockForExpires(t *testing.T, s setup) {
 		return err == nil && !locked
 	}, 2*time.Second, 10*time.Millisecond, "the key expires with its lease")
 
-	other, ok, err := s.client(t).Mutex(name).TryLock(t.Context(), 0, time.Second)
+	other, ok, err := newRlock(t, s.Client(t)).Mutex(name).TryLock(t.Context(), 0, time.Second)
 	require.NoError(t, err)
 	assert.True(t, ok, "another owner takes the expired lock")
-	_, valid := s.client(t).Mutex(name).FencingToken(other)
+	_, valid := newRlock(t, s.Client(t)).Mutex(name).FencingToken(other)
 	assert.False(t, valid, "a context of another Client carries no hold of this one")
 }
 
-func testUnlockByNonOwner(t *testing.T, s setup) {
-	name := lockName(t)
-	holder := s.client(t).Mutex(name)
+func testUnlockByNonOwner(t *testing.T, s redistest.Setup) {
+	name := redistest.LockName(t)
+	holder := newRlock(t, s.Client(t)).Mutex(name)
 	hctx, err := holder.Lock(t.Context())
 	require.NoError(t, err)
 
 	// An owner of another lock, and a context with no owner at all.
-	other := s.client(t)
+	other := newRlock(t, s.Client(t))
 	octx, err := other.Mutex(name + ":other").Lock(t.Context())
 	require.NoError(t, err)
 	assert.ErrorIs(t, other.Mutex(name).Unlock(octx), rlock.ErrNotHeld)
@@ -192,13 +193,13 @@ func testUnlockByNonOwner(t *testing.T, s setup) {
 	assert.NoError(t, hctx.Err(), "the holder's context is intact")
 }
 
-func testUnlockAfterLeaseTakenOver(t *testing.T, s setup) {
-	name := lockName(t)
-	first := s.client(t).Mutex(name)
+func testUnlockAfterLeaseTakenOver(t *testing.T, s redistest.Setup) {
+	name := redistest.LockName(t)
+	first := newRlock(t, s.Client(t)).Mutex(name)
 	fctx, err := first.LockFor(t.Context(), 100*time.Millisecond)
 	require.NoError(t, err)
 
-	second := s.client(t).Mutex(name)
+	second := newRlock(t, s.Client(t)).Mutex(name)
 	sctx, ok, err := second.TryLock(t.Context(), 5*time.Second, 0)
 	require.NoError(t, err)
 	require.True(t, ok, "the second owner takes the lock once the lease runs out")
@@ -209,11 +210,11 @@ func testUnlockAfterLeaseTakenOver(t *testing.T, s setup) {
 	assert.Equal(t, 1, n, "the new owner's lock is intact")
 }
 
-func testFencingTokens(t *testing.T, s setup) {
-	name := lockName(t)
+func testFencingTokens(t *testing.T, s redistest.Setup) {
+	name := redistest.LockName(t)
 	var last int64
 	for round := range 3 {
-		mu := s.client(t).Mutex(name)
+		mu := newRlock(t, s.Client(t)).Mutex(name)
 		ctx, err := mu.Lock(t.Context())
 		require.NoError(t, err)
 		token, ok := mu.FencingToken(ctx)
@@ -233,27 +234,27 @@ func testFencingTokens(t *testing.T, s setup) {
 	}
 }
 
-func testCancelWhileWaiting(t *testing.T, s setup) {
-	name := lockName(t)
-	holder := s.client(t).Mutex(name)
+func testCancelWhileWaiting(t *testing.T, s redistest.Setup) {
+	name := redistest.LockName(t)
+	holder := newRlock(t, s.Client(t)).Mutex(name)
 	hctx, err := holder.Lock(t.Context())
 	require.NoError(t, err)
-	raw := s.raw(t)
-	before := keysOf(t, raw, name)
+	raw := s.Client(t)
+	before := redistest.LastingKeys(t, raw, lockKeys(name))
 
 	ctx, cancel := context.WithCancel(t.Context())
 	time.AfterFunc(100*time.Millisecond, cancel)
-	_, err = s.client(t).Mutex(name).Lock(ctx)
+	_, err = newRlock(t, s.Client(t)).Mutex(name).Lock(ctx)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, context.Canceled)
-	assert.Equal(t, before, keysOf(t, raw, name), "the cancelled waiter left no key")
+	assert.Equal(t, before, redistest.LastingKeys(t, raw, lockKeys(name)), "the cancelled waiter left no key")
 
 	require.NoError(t, holder.Unlock(hctx))
-	assertNoSubscribers(t, raw, name)
+	redistest.AssertNoSubscribers(t, raw, lockKeys(name))
 }
 
-func testUnlockWithCancelledContext(t *testing.T, s setup) {
-	mu := s.client(t).Mutex(lockName(t))
+func testUnlockWithCancelledContext(t *testing.T, s redistest.Setup) {
+	mu := newRlock(t, s.Client(t)).Mutex(redistest.LockName(t))
 	parent, cancel := context.WithCancel(t.Context())
 	ctx, err := mu.Lock(parent)
 	require.NoError(t, err)
@@ -265,12 +266,12 @@ func testUnlockWithCancelledContext(t *testing.T, s setup) {
 	assert.False(t, locked)
 }
 
-func testCloseWakesWaiters(t *testing.T, s setup) {
-	name := lockName(t)
-	_, err := s.client(t).Mutex(name).Lock(t.Context())
+func testCloseWakesWaiters(t *testing.T, s redistest.Setup) {
+	name := redistest.LockName(t)
+	_, err := newRlock(t, s.Client(t)).Mutex(name).Lock(t.Context())
 	require.NoError(t, err)
 
-	c := s.client(t)
+	c := newRlock(t, s.Client(t))
 	got := make(chan error, 1)
 	go func() {
 		_, err := c.Mutex(name).Lock(t.Context())
@@ -288,13 +289,13 @@ func testCloseWakesWaiters(t *testing.T, s setup) {
 	assert.ErrorIs(t, err, rlock.ErrClosed, "Lock after Close")
 }
 
-func testForceUnlock(t *testing.T, s setup) {
-	name := lockName(t)
-	mu := s.client(t).Mutex(name)
+func testForceUnlock(t *testing.T, s redistest.Setup) {
+	name := redistest.LockName(t)
+	mu := newRlock(t, s.Client(t)).Mutex(name)
 	ctx, err := mu.Lock(t.Context())
 	require.NoError(t, err)
 
-	deleted, err := s.client(t).Mutex(name).ForceUnlock(t.Context())
+	deleted, err := newRlock(t, s.Client(t)).Mutex(name).ForceUnlock(t.Context())
 	require.NoError(t, err)
 	assert.True(t, deleted)
 	deleted, err = mu.ForceUnlock(t.Context())

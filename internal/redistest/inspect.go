@@ -1,0 +1,140 @@
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+
+	"github.com/rlock/rlock/internal/keys"
+)
+
+// What a test reads from Redis to check a lock from the server's side. Key
+// and channel names come from keys.Keys, never from a layout written here.
+
+// LastingKeys lists which of a lock's lasting keys, its hash and its fencing
+// counter, exist. Fences are left out: they are written only after a lost
+// reply, and expire on their own.
+func LastingKeys(t testing.TB, rc rueidis.Client, k keys.Keys) []string {
+	t.Helper()
+	var out []string
+	for _, key := range []string{k.Hash, k.Token} {
+		n, err := rc.Do(t.Context(), rc.B().Exists().Key(key).Build()).AsInt64()
+		if err != nil {
+			t.Fatalf("redistest: EXISTS %s: %v", key, err)
+		}
+		if n == 1 {
+			out = append(out, key)
+		}
+	}
+	return out
+}
+
+// Subscribers counts the clients subscribed to channel, plainly or sharded.
+// On a Cluster only sharded subscribers are counted: PUBSUB NUMSUB there
+// answers for whichever node it reaches.
+func Subscribers(ctx context.Context, rc rueidis.Client, channel string) (int64, error) {
+	var cmds []rueidis.Completed
+	if rc.Mode() != rueidis.ClientModeCluster {
+		cmds = append(cmds, rc.B().PubsubNumsub().Channel(channel).Build())
+	}
+	cmds = append(cmds, rc.B().PubsubShardnumsub().Channel(channel).Build())
+	var n int64
+	for _, cmd := range cmds {
+		res, err := rc.Do(ctx, cmd).AsIntMap()
+		if err != nil {
+			return 0, fmt.Errorf("count subscribers to %s: %w", channel, err)
+		}
+		n += res[channel]
+	}
+	return n, nil
+}
+
+// AssertNoSubscribers waits until nobody listens on a lock's unlock channel
+// any more, plainly or sharded, and fails t if someone still does after 5 s.
+func AssertNoSubscribers(t testing.TB, rc rueidis.Client, k keys.Keys) {
+	t.Helper()
+	channel := k.Channel
+	// The condition runs on a goroutine of its own, where t must not be
+	// failed: it keeps its last answer for the failure message instead.
+	var (
+		mu      sync.Mutex
+		lastN   int64
+		lastErr error
+	)
+	noneLeft := func() bool {
+		n, err := Subscribers(t.Context(), rc, channel)
+		mu.Lock()
+		defer mu.Unlock()
+		lastN, lastErr = n, err
+		return err == nil && n == 0
+	}
+	if assert.Eventually(t, noneLeft, 5*time.Second, 20*time.Millisecond, "subscribers left on %s", channel) {
+		return
+	}
+	mu.Lock()
+	n, err := lastN, lastErr
+	mu.Unlock()
+	if err != nil {
+		t.Fatalf("redistest: the last count failed: %v", err)
+	}
+	t.Fatalf("redistest: %d subscribers on %s at the last count", n, channel)
+}
+
+// Stats is a snapshot of a server's counters, from INFO commandstats and cpu.
+type Stats struct {
+	Commands int64            // every command run, including those inside scripts
+	Calls    map[string]int64 // calls per command, by lower-case name
+	CPU      time.Duration    // the server's CPU time, user and system
+}
+
+// Scripts is how many script calls, EVALSHA and EVAL, the snapshot counts.
+func (s Stats) Scripts() int64 { return s.Calls["evalsha"] + s.Calls["eval"] }
+
+// ReadStats takes a snapshot of rc's server. The INFO call that reads it is
+// one command, which the next snapshot counts.
+func ReadStats(t testing.TB, rc rueidis.Client) Stats {
+	t.Helper()
+	info, err := rc.Do(t.Context(), rc.B().Info().Section("commandstats", "cpu").Build()).ToString()
+	if err != nil {
+		t.Fatalf("redistest: INFO: %v", err)
+	}
+	s := Stats{Calls: map[string]int64{}}
+	for line := range strings.SplitSeq(info, "\r\n") {
+		key, value, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		if name, found := strings.CutPrefix(key, "cmdstat_"); found {
+			// cmdstat_<name>:calls=<n>,usec=...
+			field, _, _ := strings.Cut(value, ",")
+			n, err := strconv.ParseInt(strings.TrimPrefix(field, "calls="), 10, 64)
+			if err != nil {
+				t.Fatalf("redistest: parse %q: %v", line, err)
+			}
+			s.Calls[name] = n
+			s.Commands += n
+			continue
+		}
+		if key == "used_cpu_user" || key == "used_cpu_sys" {
+			sec, err := strconv.ParseFloat(value, 64)
+			if err != nil {
+				t.Fatalf("redistest: parse %q: %v", line, err)
+			}
+			s.CPU += time.Duration(sec * float64(time.Second))
+		}
+	}
+	return s
+}
+
+// ScriptCalls counts the scripts rc's server has run, EVALSHA and EVAL.
+func ScriptCalls(t testing.TB, rc rueidis.Client) int {
+	t.Helper()
+	return int(ReadStats(t, rc).Scripts())
+}
