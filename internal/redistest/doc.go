@@ -19,4 +19,8 @@
 // A controllable node can be paused and resumed (SIGSTOP, docker pause),
 // killed and restarted empty on the same address, and put behind a Proxy
 // that slows or cuts the link.
+//
+// Tests get nodes from New and Shared. Example functions, which have no
+// testing.T, get the addresses of servers started for them from
+// ExampleAddrs; Main stops both.
 package redistest
