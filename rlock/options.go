@@ -89,9 +89,8 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithRetryTimeout bounds how long an acquire or release whose reply was lost
-// is resent (each resend is answered from a per-request latch, never applied
-// twice), and how long Unlock runs when its context is already done.
-// Default DefaultRetryTimeout.
+// is resent (a resent request is never applied twice), and how long Unlock
+// runs when its context is already done. Default DefaultRetryTimeout.
 func WithRetryTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {
