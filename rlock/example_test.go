@@ -181,10 +181,10 @@ func ExampleMutex_TryLock() {
 	fmt.Println("second owner got it within 100ms:", ok)
 
 	// A waiter is woken by the holder's Unlock; it does not poll. Here the
-	// first owner unlocks 50 ms into a wait of up to 5 s.
+	// first owner unlocks 50 ms into a wait of up to 10 s.
 	unlocked := make(chan error, 1)
 	time.AfterFunc(50*time.Millisecond, func() { unlocked <- mu.Unlock(ctx) })
-	ctx2, ok, err := mu.TryLock(context.Background(), 5*time.Second, 0)
+	ctx2, ok, err := mu.TryLock(context.Background(), 10*time.Second, 0)
 	if err != nil {
 		log.Fatal(err)
 	}
