@@ -1,18 +1,23 @@
-// Package lua holds every Redis script rlock runs, one .lua file each.
+// Package lua holds the Redis scripts that take, release, renew and
+// force-release rlock's locks, ready to run through rueidis.
 //
-// Each file opens with a header naming its KEYS, ARGV and reply. The scripts
-// are embedded at build time and wrapped once in rueidis.Lua, so a call sends
-// EVALSHA and falls back to EVAL when Redis answers NOSCRIPT (after a restart
-// or SCRIPT FLUSH).
+// Each script is a .lua file whose header names its KEYS, ARGV and reply;
+// read it before calling the script. The files are embedded at build time
+// and wrapped once in a *rueidis.Lua, whose Exec sends EVALSHA and falls
+// back to EVAL when Redis answers NOSCRIPT (after a restart or SCRIPT
+// FLUSH). A Source holds a script's text and SHA1 for callers that build
+// the EVALSHA themselves, to pipeline it with other commands.
 //
-// Only Renew is marked retryable: it is owner-checked and sets an absolute
-// lease, so sending it twice changes nothing. Acquire and Release change a hold
-// count; they are made safe to resend by a per-request latch key instead, and
-// the caller decides when to resend (Redisson #4871 is what a blind retry of
-// an unlock does).
+// Every script is atomic: no other command runs in Redis while it does.
+// The renew script is owner-checked and sets
+// an absolute lease, so resending it changes nothing, and it alone is
+// retryable by rueidis. Acquire and release change a hold count and must
+// never be resent blindly (Redisson #4871 is what a blind retry of an unlock
+// does): they are made exactly-once by the request protocol described in
+// package rlock, not by rueidis.
 //
 // The scripts open with a shebang, which needs Redis 7 or later. Release,
-// ForceRelease and Renew carry the allow-oom flag so that locks can still be
-// released and renewed when Redis is at maxmemory; Acquire does not, so at
-// maxmemory Redis refuses new locks cleanly.
+// force-release and renew carry the allow-oom flag, so that locks can still
+// be released and renewed when Redis is at maxmemory; acquire does not, so
+// at maxmemory Redis refuses new locks cleanly.
 package lua

@@ -1,13 +1,44 @@
-// Package pubsub wakes local lock waiters when a lock's unlock channel is
-// published to. It is the waiting half of rlock: a waiter subscribes to the
-// lock's channel first, then tries the lock, then sleeps until a wake-up.
+// Package pubsub lets many local goroutines wait on Redis channels through
+// one shared subscription per channel, each message waking one of them.
 //
-// A Subscriber serves every waiter of one rlock Client over the rueidis
-// client's own connections: one subscription per channel, shared by all
-// local waiters of that channel and counted by them. The first waiter of a
-// channel subscribes (SUBSCRIBE, or SSUBSCRIBE on a Redis Cluster, so that
-// the subscription lives on the node that owns the channel's slot); the
-// last one to leave unsubscribes.
+// It is the waiting half of a lock: a waiter subscribes to the lock's
+// unlock channel first, then tries the lock, then sleeps until a wake-up or
+// until the holder's lease would run out, and tries again. Subscribing
+// first is what makes an unlock between the try and the sleep impossible to
+// miss:
+//
+//	subs := pubsub.New(rc, rc.Mode() == rueidis.ClientModeCluster, nil)
+//	defer subs.Close()
+//
+//	w, err := subs.Subscribe(ctx, "locks:{job}:unlock")
+//	if err != nil {
+//		return err
+//	}
+//	acquired := false
+//	defer func() { w.Done(acquired) }() // hands an unused wake-up on
+//	timer := time.NewTimer(time.Hour)
+//	defer timer.Stop()
+//	for {
+//		var left time.Duration // the holder's lease left
+//		if acquired, left = tryLock(); acquired {
+//			return nil
+//		}
+//		timer.Reset(left)
+//		select {
+//		case <-w.Wake(): // a message, a resubscription, or a wake-up handed on
+//		case <-timer.C: // the holder's lease ran out: expiry publishes nothing
+//		case <-ctx.Done():
+//			return ctx.Err()
+//		}
+//	}
+//
+// A Subscriber works over the rueidis client's own connections: one
+// subscription per channel, shared by all local waiters of that channel and
+// counted by them, with one goroutine per subscribed channel. The first
+// waiter of a channel subscribes (SUBSCRIBE, or SSUBSCRIBE on a Redis
+// Cluster, so that the subscription lives on the node that owns the
+// channel's slot, where SPUBLISH delivers); the last one to leave
+// unsubscribes.
 //
 // Wake-ups:
 //
@@ -25,4 +56,10 @@
 // Together these keep the promise Subscribe makes: a message published after
 // Subscribe returns either wakes a waiter of the channel or is followed by a
 // wake-up of all of them.
+//
+// Close closes every waiter's Wake channel, so that none sleeps through it
+// (a loop like the one above must then stop by its own means, as rlock's
+// does on its Client's Close), fails every Subscribe still waiting with
+// ErrClosed, unsubscribes, and returns once its goroutines have exited. It
+// does not close the rueidis client.
 package pubsub

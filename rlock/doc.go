@@ -1,61 +1,244 @@
-// Package rlock is a Redisson-style distributed lock for Go on Redis,
-// through github.com/redis/rueidis.
+// Package rlock provides reentrant locks that Go processes share through
+// Redis, in the manner of Redisson's RLock, on the rueidis client.
 //
-// A Mutex is reentrant: each lock is a Redis hash whose fields,
-// <clientID>:<ownerToken>, count one owner's re-entries. Taking, leaving and
-// renewing a lock are single Lua scripts, so each is atomic and costs one
-// round trip.
+// # Quick start
+//
+// Make one rueidis client and one rlock Client per process and Redis
+// deployment, take a Mutex by name, and Lock it. The context that Lock
+// returns carries the hold: pass it on, and to Unlock.
+//
+//	package main
+//
+//	import (
+//		"context"
+//		"errors"
+//		"log"
+//
+//		"github.com/redis/rueidis"
+//		"github.com/rlock/rlock/rlock"
+//	)
+//
+//	func main() {
+//		rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}})
+//		if err != nil {
+//			log.Fatal(err)
+//		}
+//		defer rc.Close()
+//
+//		locks, err := rlock.New(rc)
+//		if err != nil {
+//			log.Fatal(err)
+//		}
+//		defer locks.Close() // stops renewals; releases no lock, leaves rc open
+//
+//		if err := report(context.Background(), locks.Mutex("reports:daily")); err != nil {
+//			log.Fatal(err)
+//		}
+//	}
+//
+//	// report runs while it holds mu, and stops if the lock is lost.
+//	func report(ctx context.Context, mu *rlock.Mutex) error {
+//		ctx, err := mu.Lock(ctx) // waits; ctx now carries this owner
+//		if err != nil {
+//			return err
+//		}
+//		defer mu.Unlock(ctx) // works even when ctx is done by then
+//
+//		for page := 1; page <= 3; page++ {
+//			if err := context.Cause(ctx); err != nil {
+//				if errors.Is(err, rlock.ErrLockLost) {
+//					log.Printf("lock lost before page %d: %v", page, err)
+//				}
+//				return err
+//			}
+//			log.Printf("page %d", page) // work that needs the lock, given ctx
+//		}
+//		return nil
+//	}
+//
+// Close the rlock Client before the rueidis client (the defers above run in
+// that order). The Examples run this flow, and each of the features below,
+// against a real Redis.
 //
 // # Ownership travels in the context
 //
-// Go has no thread identity, so the owner of a hold is carried by the context
-// that Lock returns. Shadowing ctx is the idiom:
+// Go has no thread identity, so rlock does not guess one: the context that
+// Lock returns carries the owner. Every call made with that context, or with
+// a context derived from it, acts for the same owner. Shadowing ctx, as
+// above, is the idiom that keeps it so.
 //
-//	ctx, err := mu.Lock(ctx) // ctx now carries this owner
-//	if err != nil {
-//		return err
-//	}
-//	defer mu.Unlock(ctx)
-//	helper(ctx) // helper may call mu.Lock(ctx) again: it re-enters
+//   - Lock again with the lock context and you re-enter: the hold count goes
+//     up (HoldCount reports it), and each Lock needs its own Unlock. Only the
+//     last Unlock frees the lock.
+//   - Lock twice with a context that carries no owner, such as the parent
+//     you started from, and you are two owners: the second call waits for
+//     the first to Unlock, as a second thread would in Java, even in the same
+//     goroutine (where it deadlocks until ctx ends).
+//   - Goroutines that share a lock context share the owner, as code on one
+//     Java thread would: a Lock from any of them re-enters instead of waiting.
+//     The lock keeps other owners out, not the goroutines of one owner:
+//     goroutines that must exclude each other each Lock with a context that
+//     carries no owner, and so become owners of their own.
+//   - One context chain carries one owner for every lock taken down it, on
+//     every Client, including the parts of a MultiLock.
 //
-// Calls made with that context, or any context derived from it, act for the
-// same owner, from whatever goroutine. Calling Lock twice with a context that
-// carries no owner (the parent context, say) is two owners: the second call
-// waits, as a second thread would in Java. The same owner is used for every
-// lock taken down one context chain.
+// A Mutex names the lock, not a hold: handles from Client.Mutex are cheap,
+// safe for concurrent use, and two handles of the same name (with the same
+// key prefix, on the same Redis) are the same lock in every process.
 //
 // # Leases, the watchdog, and losing a lock
 //
-// Lock, and TryLock with no lease, hand the lock to the Client's watchdog,
-// which renews it every lease/3 (DefaultLeaseTime 30 s) until the final
-// Unlock. LockFor and TryLock with a lease set a fixed lease that nothing
-// renews.
+// A lock in Redis has a lease: if its holder vanishes, it frees itself when
+// the lease runs out. Lock, and TryLock with no lease, hand the lock to the
+// Client's watchdog, which renews the lease (DefaultLeaseTime, 30 s, or
+// WithLeaseTime) every third of it until the final Unlock. LockFor, and
+// TryLock with a lease, set a fixed lease that nothing renews.
 //
-// It is NOT safe to assume a lock is held until Unlock. The context that
-// Lock returns is done, with context.Cause ErrLockLost, when the lock may no
-// longer be held: a renewal found it gone, no renewal succeeded before the
-// local deadline, or a fixed lease ran out. The local deadline is taken from
-// when each request was sent, less a clock-drift allowance, so the context is
-// done no later than the moment another owner could take the lock. For
-// writes that must never come from a stale holder, use FencingToken.
+// It is NOT safe to assume that a lock is held until Unlock. A Redis that
+// restarted empty, a partition or pause longer than the lease, or a fixed
+// lease running out can end a hold at any moment. The context that Lock
+// returns is done, with a cause (read it with context.Cause) that
+// errors.Is matches to ErrLockLost, when the lock may no longer be held:
+//
+//   - a renewal found the lock gone, or held by another owner;
+//   - no renewal succeeded before the local deadline: the lease counted from
+//     when the last acquire or renewal request was sent, less an allowance
+//     for clock drift (1% of the lease plus 2 ms), so the context is done no
+//     later than the moment another owner could take the lock;
+//   - a fixed lease ran out (at the same local deadline);
+//   - this Client's ForceUnlock deleted it (holders on other Clients learn
+//     of it at their next renewal), an Unlock failed, or the Client was
+//     closed.
+//
+// IsLocked, HoldCount and RemainingLease read a lock's state in Redis.
+// ForceUnlock deletes a lock whoever holds it: a tool for operators, not for
+// holders.
+//
+// The context is also done after the final Unlock (cause context.Canceled),
+// and when the context it was derived from is done. A done context does not
+// release the lock: always Unlock, which runs even with a done context,
+// within the retry timeout (WithRetryTimeout). Unlock returns ErrNotHeld
+// when the lock was lost meanwhile, and leaves another owner's hold alone.
 //
 // That promise holds while Redis keeps what it acknowledged. A Redis that
-// restarts empty (no persistence) sooner than one lease after a crash, or a
-// failover to a replica that had not received the lock, frees the lock at
-// once, and the old holder learns of it only at its next renewal, up to a
-// third of the lease later. Restart Redis no sooner than one lease after it
+// restarts empty (no persistence) sooner than one lease after it stopped, or
+// a failover to a replica that had not received the lock, frees the lock at
+// once, and its holder learns of it only at the next renewal, up to a third
+// of the lease later. Restart Redis no sooner than one lease after it
 // stopped, or run it with appendfsync always; against failovers, use
-// WithReplicaAck. Fencing tokens keep increasing across an empty restart
-// (the counter is re-seeded from the server clock), so a fenced store still
-// turns the old holder away.
+// WithReplicaAck. Where a stale holder must never write, use fencing tokens.
 //
-// # Waiting
+// Taking and releasing a lock are each one atomic script in Redis, one round
+// trip. A request whose reply was lost (a timeout, a broken connection) is
+// resent within the retry timeout, and is never applied twice: a resent
+// Unlock does not count down twice. A request the caller gave up on (its
+// context ended while the reply was outstanding) never takes effect later.
 //
-// A waiter subscribes to the lock's unlock channel and sleeps until an unlock
-// wakes it or the holder's lease would run out; it does not poll.
+// # Fencing tokens
+//
+// Every hold has a fencing token, from Mutex.FencingToken(ctx): it is the
+// same across re-entries and strictly greater for each later holder of the
+// lock. It keeps increasing across a Redis restart that lost the counter,
+// which is then re-seeded from the Redis server's clock (unless that clock
+// went back). Send it
+// with every write made under the lock, and have the store refuse a token
+// lower than the highest it has seen: a holder whose lock was lost, however
+// late its write arrives, is turned away.
+//
+// # Waiting: TryLock and LockFor
+//
+// Lock and LockFor wait until the lock is free, or ctx is done; they then
+// return an error that wraps ctx.Err(), so errors.Is(err, context.Canceled)
+// and errors.Is(err, context.DeadlineExceeded) hold. TryLock(ctx, wait,
+// lease) waits for at most wait (0: a single attempt) and returns ctx
+// unchanged, false and a nil error when it did not get the lock in time. Its
+// lease, if positive, is fixed as in LockFor (at least MinLease); zero or
+// less hands the lock to the watchdog as Lock does.
+//
+// A waiter does not poll. It subscribes to the lock's unlock channel, tries
+// the lock, and sleeps until an Unlock wakes it, or until the holder's lease
+// would run out (an expiring lock publishes nothing). One Unlock wakes one
+// waiter of the Client, longest waiting first.
+//
+// # MultiLock and RedLock
+//
+// A MultiLock is one lock over several Mutexes, normally one per
+// independent Redis master, each from its own Client, all with the same
+// name. NewMultiLock is held when every Mutex is; NewRedLock when a
+// majority (len/2+1) were taken and the lease left after taking them, less
+// the clock-drift allowance, is positive (the Redlock validity rule). A
+// MultiLock has Lock, LockFor, TryLock and Unlock with the meanings above;
+// its context carries one owner for every node.
+//
+// The nodes are asked in order, each within a timeout small against the
+// lease. A round that falls short gives back every part it took, and those
+// whose reply was lost, and is retried after a random pause while the wait
+// lasts. With the watchdog every part is renewed; a node that lost its part
+// (restarted empty) is asked again, and the context is done, with a cause
+// that matches ErrLockLost, once fewer parts than needed are held. Unlock
+// asks every node, even when some fail, and returns the failures joined.
+//
+// # Options
+//
+// New takes functional options:
+//
+//   - WithLeaseTime(d): the lease of watchdog locks, renewed every d/3.
+//     Default DefaultLeaseTime (30 s); at least MinLease (10 ms).
+//   - WithKeyPrefix(p): the prefix of every key and channel. Default
+//     DefaultKeyPrefix ("rlock:"); it must not contain braces.
+//   - WithLogger(l): a *slog.Logger for failed renewals and lost locks.
+//     Default: nothing is logged.
+//   - WithRetryTimeout(d): how long a request whose reply was lost is
+//     resent, and how long Unlock runs when its context is already done.
+//     Default DefaultRetryTimeout (5 s).
+//   - WithReplicaAck(n, timeout): every acquire waits until n replicas
+//     acknowledged it (Redis WAIT), as Redisson's checkLockSyncedSlaves
+//     does; otherwise the lock is given back and the call fails with
+//     ErrNotReplicated. Default off (n 0).
+//
+// Options that are out of range make New fail; New never panics, nor does
+// any method on bad input.
+//
+// # Errors
+//
+// Errors wrap these sentinels with %w (a Mutex's errors also name the lock);
+// match them with errors.Is, not ==:
+//
+//   - ErrNotHeld: Unlock (or MultiLock.Unlock) by an owner that does not
+//     hold the lock: it never took it, already released it, or lost it.
+//   - ErrLockLost: the cause (context.Cause) of a lock context that ended
+//     because the lock may no longer be held.
+//   - ErrClosed: any call after Client.Close, and a call that was waiting
+//     when Close ran; together with ErrLockLost, the cause of the contexts
+//     of the holds Close ended.
+//   - ErrNotReplicated: with WithReplicaAck, an acquire that too few
+//     replicas acknowledged in time; the lock was given back.
+//   - ErrNilClient: New with a nil rueidis client, or a call on a Mutex
+//     that did not come from a Client made by New.
+//   - ErrNilContext: a method given a nil context.
+//   - ErrInvalidName: an empty lock name, or one that cannot name keys,
+//     reported by the Mutex's first call.
+//   - ErrInvalidDuration: a negative wait, a lease below MinLease, or an
+//     option's duration out of range.
+//
+// A call whose context ended wraps ctx.Err(); a Redis failure wraps the
+// rueidis error (a refused acquire at maxmemory wraps Redis's OOM reply).
 //
 // # Redis
 //
-// The scripts need Redis 7 or later. On a Cluster, all keys of one lock share
-// a hash tag, and unlock notifications use sharded pub/sub.
+// rlock needs Redis 7 or later (its scripts declare flags, which Redis 7
+// brought), in any
+// deployment a rueidis client speaks to: standalone, Sentinel or Cluster.
+//
+//   - Cluster: all keys of one lock hash to one slot, chosen by the lock's
+//     name (a hash tag), so that every script touches one slot. Unlock
+//     notifications use sharded pub/sub (SPUBLISH, SSUBSCRIBE) on that
+//     slot, and the watchdog batches renewals per slot. Slot migrations are
+//     followed.
+//   - maxmemory: at the limit, with the noeviction policy, a new acquire
+//     fails at once with Redis's OOM error, while Unlock and renewals still
+//     work, so held locks are kept and released. An eviction policy
+//     (allkeys-* or volatile-*: lock keys have an expiry) may evict a held
+//     lock, which its holder then sees as lost; use noeviction.
+//   - Replication is asynchronous: see WithReplicaAck.
 package rlock

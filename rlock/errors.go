@@ -2,16 +2,18 @@ package rlock
 
 import "errors"
 
-// Sentinel errors. Errors returned by this package wrap them with %w and add
-// the lock's name; test for them with errors.Is.
+// Sentinel errors. Errors returned by this package wrap them with %w (a
+// Mutex's errors add the lock's name); test for them with errors.Is.
 var (
 	// ErrNotHeld means the calling owner does not hold the lock: it never
 	// took it, already released it, or its lease ran out.
 	ErrNotHeld = errors.New("rlock: not held")
 
-	// ErrLockLost is the cause (see context.Cause) of a lock context that is
-	// done because the lock may no longer be held: a renewal found it gone,
-	// the lease deadline passed without a renewal, or a fixed lease ran out.
+	// ErrLockLost is the cause (see context.Cause), or is wrapped by the
+	// cause, of a lock context that is done because the lock may no longer
+	// be held: a renewal found it gone, the lease deadline passed without a
+	// renewal, a fixed lease ran out, or ForceUnlock, a failed Unlock or
+	// Client.Close ended the hold. Match it with errors.Is.
 	ErrLockLost = errors.New("rlock: lock lost")
 
 	// ErrClosed is returned by every call made after Client.Close, and by
@@ -30,7 +32,8 @@ var (
 	// ErrNilContext is returned when a method is given a nil context.
 	ErrNilContext = errors.New("rlock: nil context")
 
-	// ErrInvalidName is returned for an empty lock name.
+	// ErrInvalidName is returned for a name that cannot name a lock, such as
+	// the empty name.
 	ErrInvalidName = errors.New("rlock: invalid lock name")
 
 	// ErrInvalidArgument is returned for an option or a MultiLock that

@@ -34,9 +34,11 @@ func image() string {
 
 // dockerClient is the harness's own connection to the Docker engine, for
 // what testcontainers-go does not offer (pause, kill with a signal) and for
-// checks made before testcontainers-go reads its configuration.
+// checks made before testcontainers-go reads its configuration. It
+// negotiates the API version with the engine (the default since moby client
+// v0.6).
 var dockerClient = sync.OnceValues(func() (*client.Client, error) {
-	return client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	return client.New(client.FromEnv)
 })
 
 // dockerReachable reports whether a Docker engine answers.

@@ -24,4 +24,8 @@
 // a Setup. LastingKeys, Subscribers, AssertNoSubscribers and ReadStats read a
 // lock's state and the server's counters from Redis itself, naming keys and
 // channels through internal/keys.
+//
+// Tests get nodes from New and Shared. Example functions, which have no
+// testing.T, get the addresses of servers started for them from
+// ExampleAddrs; Main stops both.
 package redistest

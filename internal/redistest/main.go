@@ -9,14 +9,16 @@ import (
 )
 
 // Main runs a package's tests: it prepares the environment for
-// testcontainers-go, runs m, stops the package's shared node, and fails the
-// run if any goroutine outlives the tests. Use it as the whole TestMain:
+// testcontainers-go, runs m, stops the package's shared node and example
+// servers, and fails the run if any goroutine outlives the tests. Use it as
+// the whole TestMain:
 //
 //	func TestMain(m *testing.M) { redistest.Main(m) }
 func Main(m *testing.M) {
 	prepareDocker()
 	code := m.Run()
 	stopShared()
+	stopExamples()
 	if code == 0 {
 		if err := goleak.Find(leakOptions...); err != nil {
 			fmt.Fprintf(os.Stderr, "redistest: goroutines outlived the tests: %v\n", err)

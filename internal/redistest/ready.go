@@ -47,6 +47,14 @@ func poll(ctx context.Context, check func(context.Context) error) error {
 
 // ping sends one PING on a fresh connection and expects PONG.
 func ping(ctx context.Context, addr string) error {
+	return simple(ctx, addr, "PING", "+PONG")
+}
+
+// simple sends the inline command cmd to the Redis at addr on a fresh
+// connection, within a second, and expects a reply line starting with want.
+// It needs no client: the harness uses it before a client could connect,
+// and where a client's goroutines would outlive the call.
+func simple(ctx context.Context, addr, cmd, want string) error {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -54,15 +62,15 @@ func ping(ctx context.Context, addr string) error {
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(time.Second))
-	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+	if _, err := conn.Write([]byte(cmd + "\r\n")); err != nil {
 		return err
 	}
 	line, err := bufio.NewReader(conn).ReadString('\n')
 	if err != nil {
 		return err
 	}
-	if !strings.HasPrefix(line, "+PONG") {
-		return fmt.Errorf("PING answered %q", strings.TrimSpace(line))
+	if !strings.HasPrefix(line, want) {
+		return fmt.Errorf("%s answered %q", cmd, strings.TrimSpace(line))
 	}
 	return nil
 }
