@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/rlock/rlock/lua"
 )
 
 // waitForever as a wait means: until ctx is done.
@@ -190,9 +189,4 @@ func fromMillis(ms int64) time.Duration {
 		return math.MinInt64
 	}
 	return time.Duration(ms) * time.Millisecond
-}
-
-// runAcquire sends the acquire script through the rueidis client.
-func (m *Mutex) runAcquire(ctx context.Context, keys, args []string) ([]int64, error) {
-	return lua.Acquire.Exec(ctx, m.c.rc, keys, args).AsIntSlice()
 }
