@@ -6,7 +6,6 @@ import (
 	"math"
 	"strconv"
 	"time"
-
 )
 
 // waitForever as a wait means: until ctx is done.
