@@ -86,7 +86,9 @@ if held[1] then
     end
     local token = tonumber(redis.call('get', KEYS[2]) or '0')
     redis.call('hset', hash, owner, ARGV[3], seqField, seq)
-    redis.call('pexpire', hash, ARGV[4], 'gt')
+    if redis.call('pexpire', hash, ARGV[4], 'gt') == 0 and redis.call('pttl', hash) == -1 then
+        redis.call('pexpire', hash, ARGV[4]) -- made persistent by hand: lease it again
+    end
     fence(fences, owner, superseded, ARGV[6])
     return {1, tonumber(ARGV[3]), token}
 end

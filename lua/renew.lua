@@ -18,7 +18,11 @@ for i = 1, #KEYS do
     -- pcall: a key that is no longer a hash (someone overwrote the lock)
     -- answers WRONGTYPE, which means lost for that hold, not a failed batch.
     if redis.pcall('hexists', KEYS[i], ARGV[i + 1]) == 1 then
-        redis.call('pexpire', KEYS[i], lease, 'gt')
+        -- GT only lengthens; a key made persistent (PERSIST by hand)
+        -- gets its lease back.
+        if redis.call('pexpire', KEYS[i], lease, 'gt') == 0 and redis.call('pttl', KEYS[i]) == -1 then
+            redis.call('pexpire', KEYS[i], lease)
+        end
         out[i] = 1
     else
         out[i] = 0

@@ -30,6 +30,7 @@ type Client struct {
 	mu     sync.Mutex
 	slots  map[holdID]*slot // nil once closed
 	closed chan struct{}    // closed by Close
+	bg     sync.WaitGroup   // background work, which Close waits for
 }
 
 // New returns a Client that locks through rc. rc stays the caller's: Close
@@ -110,7 +111,27 @@ func (c *Client) Close() error {
 	for _, h := range holds {
 		h.finish(cause)
 	}
+	c.bg.Wait()
 	return errors.Join(err, c.subs.Close())
+}
+
+// background runs f on a goroutine that Close waits for; after Close it
+// runs f at once.
+func (c *Client) background(f func()) {
+	c.mu.Lock()
+	closed := c.slots == nil
+	if !closed {
+		c.bg.Add(1)
+	}
+	c.mu.Unlock()
+	if closed {
+		f()
+		return
+	}
+	go func() {
+		defer c.bg.Done()
+		f()
+	}()
 }
 
 // usable reports ErrClosed once Close has begun.

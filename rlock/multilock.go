@@ -168,8 +168,19 @@ func (ml *MultiLock) round(ctx context.Context, o *owner, lease time.Duration) (
 			continue
 		}
 		m := ml.mutexes[i]
-		if won && granted[i] {
-			holds[i] = s.hold
+		if won {
+			if granted[i] {
+				holds[i] = s.hold
+			}
+			// A node whose reply never came is settled after the lock is
+			// handed out, not before: the caller holds the lock, so a level
+			// the lost call took is a part of it until the settling call
+			// takes it back, and an Unlock of that node waits for it.
+			m.c.background(func() {
+				defer m.c.give(s)
+				m.settle(ctx, s)
+			})
+			continue
 		}
 		wg.Go(func() {
 			defer m.c.give(s)
