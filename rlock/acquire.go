@@ -30,7 +30,7 @@ func (m *Mutex) acquire(ctx context.Context, wait, lease time.Duration) (context
 		return ctx, false, m.wrap(fmt.Errorf("rlock: acquire: %w", err))
 	}
 	octx, o := withOwner(ctx)
-	id := holdID{key: m.keys.Hash, field: m.c.field(o)}
+	id := m.holdID(o)
 
 	lctx, g, err := m.attempt(octx, id, lease, false)
 	if err == nil && !g.acquired && wait != 0 {
@@ -103,10 +103,7 @@ func (m *Mutex) tryOnce(ctx context.Context, id holdID, lease time.Duration, wai
 // behind this one. On an error the request may be unsettled; the caller
 // settles it.
 func (m *Mutex) grant(ctx context.Context, s *slot, lease time.Duration, waiting bool) (grant, error) {
-	set := lease
-	if set == 0 {
-		set = m.c.cfg.lease
-	}
+	set := m.c.leaseOr(lease)
 	reply, sent, err := m.sendAcquire(ctx, m.acquireCall(s, set, waiting), s)
 	if err != nil {
 		return grant{}, err
@@ -121,7 +118,7 @@ func (m *Mutex) grant(ctx context.Context, s *slot, lease time.Duration, waiting
 		h = newHold(m.c, s.id, g.token)
 		m.c.setHold(s, h)
 	}
-	if err := h.apply(sent, set, lease == 0); err != nil {
+	if err := h.record(sent, set, lease == 0); err != nil {
 		m.leave(ctx, s, g.count-1)
 		return grant{}, err
 	}

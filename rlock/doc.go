@@ -171,7 +171,7 @@
 // its context carries one owner for every node.
 //
 // The nodes are asked in order, each within a timeout small against the
-// lease. A round that falls short gives back every part it took, and those
+// lease. A try that falls short gives back every part it took, and those
 // whose reply was lost, and is retried after a random pause while the wait
 // lasts. With the watchdog every part is renewed; a node that lost its part
 // (restarted empty) is asked again, and the context is done, with a cause

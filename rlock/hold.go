@@ -60,11 +60,11 @@ func (h *hold) active() bool {
 	return h.life.Err() == nil
 }
 
-// apply records an acquire sent at sent that made the key last at least
+// record records an acquire sent at sent that made the key last at least
 // lease. A hold the watchdog renews stays renewed; watch hands a fixed-lease
 // hold to the watchdog. It fails when h has ended or the watchdog refuses
 // it.
-func (h *hold) apply(sent time.Time, lease time.Duration, watch bool) error {
+func (h *hold) record(sent time.Time, lease time.Duration, watch bool) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.ended {

@@ -35,10 +35,10 @@ type multiHold struct {
 	retaking  sync.WaitGroup // parts being taken again
 }
 
-// hold returns the context for a round that took parts: ctx itself when it
+// bindParts returns the context for a tryQuorum that took parts: ctx itself when it
 // already carries this owner's active hold (a re-entry, which may add
 // parts), else a new hold's context.
-func (ml *MultiLock) hold(ctx context.Context, o *owner, lease time.Duration, parts []*hold) context.Context {
+func (ml *MultiLock) bindParts(ctx context.Context, o *owner, lease time.Duration, parts []*hold) context.Context {
 	if mh, ok := ctx.Value(multiKey{ml}).(*multiHold); ok && mh.life.Err() == nil {
 		for i, h := range parts {
 			if h != nil {
@@ -133,7 +133,7 @@ func (mh *multiHold) retakeOnce(i int) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), nodeTimeout(0, m))
 	defer cancel()
 	var part *hold
-	g, err := m.tryOnce(ctx, holdID{key: m.keys.Hash, field: m.c.field(mh.o)}, 0, false, func(s *slot) error {
+	g, err := m.tryOnce(ctx, m.holdID(mh.o), 0, false, func(s *slot) error {
 		part = s.hold
 		return nil
 	})

@@ -89,35 +89,28 @@ func (ml *MultiLock) check(ctx context.Context) error {
 	return nil
 }
 
-// acquire runs rounds until one takes a quorum within the lease, or wait
-// (waitForever: until ctx is done) runs out. Between rounds it sleeps a
+// acquire runs tryQuorum until it takes a quorum within the lease, or wait
+// (waitForever: until ctx is done) runs out. Between tries it sleeps a
 // random moment, so that contending clients do not meet in lockstep.
 func (ml *MultiLock) acquire(ctx context.Context, wait, lease time.Duration) (context.Context, bool, error) {
 	if err := ml.check(ctx); err != nil {
 		return ctx, false, err
 	}
 	octx, o := withOwner(ctx)
-	var deadline time.Time
-	if wait != waitForever {
-		deadline = time.Now().Add(wait)
-	}
+	deadline := waitDeadline(wait)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		holds, err := ml.round(octx, o, lease)
+		holds, err := ml.tryQuorum(octx, o, lease)
 		if err != nil {
 			return ctx, false, err
 		}
 		if holds != nil {
-			return ml.hold(octx, o, lease, holds), true, nil
+			return ml.bindParts(octx, o, lease, holds), true, nil
 		}
-		pause := ml.retryDelay(lease)
-		if !deadline.IsZero() {
-			left := time.Until(deadline)
-			if left <= 0 {
-				return ctx, false, nil
-			}
-			pause = min(pause, left)
+		pause, ok := capPause(deadline, ml.retryDelay(lease))
+		if !ok {
+			return ctx, false, nil
 		}
 		timer.Reset(pause)
 		select {
@@ -128,18 +121,18 @@ func (ml *MultiLock) acquire(ctx context.Context, wait, lease time.Duration) (co
 	}
 }
 
-// round asks every node in order, each within nodeTimeout and in its
+// tryQuorum asks every node in order, each within nodeTimeout and in its
 // owner's turn, and returns the parts taken when they reach the quorum
 // within the lease; nil otherwise, after giving back every part taken and
 // settling every request whose reply never came.
-func (ml *MultiLock) round(ctx context.Context, o *owner, lease time.Duration) ([]*hold, error) {
+func (ml *MultiLock) tryQuorum(ctx context.Context, o *owner, lease time.Duration) ([]*hold, error) {
 	start := time.Now()
 	slots := make([]*slot, len(ml.mutexes))
 	granted := make([]bool, len(ml.mutexes))
 	taken, failed := 0, 0
 	for i, m := range ml.mutexes {
 		nctx, cancel := context.WithTimeout(ctx, nodeTimeout(lease, m))
-		s, err := m.c.take(nctx, holdID{key: m.keys.Hash, field: m.c.field(o)})
+		s, err := m.c.take(nctx, m.holdID(o))
 		var g grant
 		if err == nil {
 			slots[i] = s
@@ -156,10 +149,7 @@ func (ml *MultiLock) round(ctx context.Context, o *owner, lease time.Duration) (
 			break
 		}
 	}
-	set := lease
-	if set == 0 {
-		set = ml.mutexes[0].c.cfg.lease
-	}
+	set := ml.mutexes[0].c.leaseOr(lease)
 	won := ctx.Err() == nil && taken >= ml.quorum && set-time.Since(start)-drift(set) > 0
 	holds := make([]*hold, len(ml.mutexes))
 	var wg sync.WaitGroup
@@ -217,7 +207,7 @@ func (ml *MultiLock) Unlock(ctx context.Context) error {
 	if mh != nil {
 		mh.beginUnlock()
 	}
-	octx := context.WithValue(context.WithoutCancel(ctx), ownerKey{}, o)
+	octx := carrying(context.WithoutCancel(ctx), o)
 	errs := make([]error, len(ml.mutexes))
 	var wg sync.WaitGroup
 	for i, m := range ml.mutexes {
@@ -246,18 +236,14 @@ func (ml *MultiLock) Unlock(ctx context.Context) error {
 // nodeTimeout bounds one node's acquire in a round: small against the
 // lease, so that a slow node cannot eat the validity of the others.
 func nodeTimeout(lease time.Duration, m *Mutex) time.Duration {
-	if lease == 0 {
-		lease = m.c.cfg.lease
-	}
+	lease = m.c.leaseOr(lease)
 	return min(max(lease/10, 50*time.Millisecond), time.Second)
 }
 
 // retryDelay is a random pause between rounds, up to a tenth of the lease
 // and at most 200 ms.
 func (ml *MultiLock) retryDelay(lease time.Duration) time.Duration {
-	if lease == 0 {
-		lease = ml.mutexes[0].c.cfg.lease
-	}
+	lease = ml.mutexes[0].c.leaseOr(lease)
 	limit := min(max(lease/10, 10*time.Millisecond), 200*time.Millisecond)
 	return time.Duration(rand.Int64N(int64(limit))) + time.Millisecond
 }

@@ -41,6 +41,15 @@ type config struct {
 	replicaTimeout time.Duration // how long WAIT waits for them
 }
 
+// leaseOr returns lease, or the watchdog's lease for 0: what a request sets
+// on the key.
+func (c *Client) leaseOr(lease time.Duration) time.Duration {
+	if lease == 0 {
+		return c.cfg.lease
+	}
+	return lease
+}
+
 func defaultConfig() config {
 	return config{
 		lease:        DefaultLeaseTime,

@@ -34,5 +34,10 @@ func withOwner(ctx context.Context) (context.Context, *owner) {
 		return ctx, o
 	}
 	o := &owner{token: strconv.FormatUint(owners.Add(1), 36)}
-	return context.WithValue(ctx, ownerKey{}, o), o
+	return carrying(ctx, o), o
+}
+
+// carrying returns ctx carrying owner o.
+func carrying(ctx context.Context, o *owner) context.Context {
+	return context.WithValue(ctx, ownerKey{}, o)
 }

@@ -8,6 +8,11 @@ type holdID struct {
 	field string // <clientID>:<ownerToken>
 }
 
+// holdID names owner o's hold on m.
+func (m *Mutex) holdID(o *owner) holdID {
+	return holdID{key: m.keys.Hash, field: m.c.field(o)}
+}
+
 // slot is one owner's standing on one lock in this Client: the hold count
 // Redis confirmed, the request whose reply never came, and the hold that
 // lock contexts carry. The owner's calls on the lock take turns: requests

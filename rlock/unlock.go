@@ -37,7 +37,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	}
 	uctx, cancel := m.c.detached(ctx)
 	defer cancel()
-	s, err := m.c.take(uctx, holdID{key: m.keys.Hash, field: m.c.field(o)})
+	s, err := m.c.take(uctx, m.holdID(o))
 	if err != nil {
 		return m.wrap(fmt.Errorf("rlock: release: %w", err))
 	}

@@ -16,10 +16,9 @@ import (
 // holder's lease would run out (a lock that expires publishes nothing), never
 // polling while the holder is alive.
 func (m *Mutex) wait(ctx context.Context, id holdID, wait, lease time.Duration) (lctx context.Context, g grant, err error) {
-	var deadline time.Time
+	deadline := waitDeadline(wait)
 	sctx := ctx
-	if wait != waitForever {
-		deadline = time.Now().Add(wait)
+	if !deadline.IsZero() {
 		var cancel context.CancelFunc
 		sctx, cancel = context.WithDeadline(ctx, deadline)
 		defer cancel()
@@ -39,13 +38,9 @@ func (m *Mutex) wait(ctx context.Context, id holdID, wait, lease time.Duration) 
 		if err != nil || g.acquired {
 			return lctx, g, err
 		}
-		pause := nextCheck(g.pttl, m.c.cfg.lease)
-		if !deadline.IsZero() {
-			left := time.Until(deadline)
-			if left <= 0 {
-				return ctx, grant{}, nil
-			}
-			pause = min(pause, left)
+		pause, ok := capPause(deadline, nextCheck(g.pttl, m.c.cfg.lease))
+		if !ok {
+			return ctx, grant{}, nil
 		}
 		timer.Reset(pause)
 		select {
@@ -85,4 +80,23 @@ func (m *Mutex) subscribeFailed(ctx context.Context, err error) error {
 		return nil
 	}
 	return fmt.Errorf("rlock: subscribe: %w", err)
+}
+
+// waitDeadline is when a wait of wait ends: the zero time for waitForever.
+func waitDeadline(wait time.Duration) time.Time {
+	if wait == waitForever {
+		return time.Time{}
+	}
+	return time.Now().Add(wait)
+}
+
+// capPause caps a waiter's pause between attempts at what is left until
+// deadline (the zero time: no deadline), and reports false when nothing is
+// left: the wait is over.
+func capPause(deadline time.Time, pause time.Duration) (time.Duration, bool) {
+	if deadline.IsZero() {
+		return pause, true
+	}
+	left := time.Until(deadline)
+	return min(pause, left), left > 0
 }

@@ -41,7 +41,7 @@ func (w *Watchdog) renew(ctx context.Context, now time.Time) {
 	sent := time.Now()
 	replies := w.send(ctx, r.execs)
 
-	w.settle(ctx, r, replies, sent)
+	w.tally(ctx, r, replies, sent)
 	w.notify(ctx, r, sent)
 	r.reset()
 }
@@ -75,12 +75,12 @@ func (r *round) batch(cluster bool, lease string) {
 	}
 }
 
-// settle applies the replies of a round sent at sent. A confirmed hold is
+// tally applies the replies of a round sent at sent. A confirmed hold is
 // due again a period after sent; a lost one leaves the watchdog; the holds
 // of a failed batch are retried on the next tick. Holds removed while the
 // round was out are left alone. Then it releases the Removes waiting for
 // the round. Failures are logged unless Close cut the round short.
-func (w *Watchdog) settle(ctx context.Context, r *round, replies []rueidis.RedisResult, sent time.Time) {
+func (w *Watchdog) tally(ctx context.Context, r *round, replies []rueidis.RedisResult, sent time.Time) {
 	var failed, failedHolds int
 	var firstErr error
 
@@ -131,7 +131,7 @@ func (w *Watchdog) settle(ctx context.Context, r *round, replies []rueidis.Redis
 	}
 }
 
-// notify runs the callbacks that settle called for, outside the lock.
+// notify runs the callbacks that tally called for, outside the lock.
 // Remove clears a pending callback, so none starts after Remove returns.
 // It stops at Close, which drops holds without callbacks.
 func (w *Watchdog) notify(ctx context.Context, r *round, sent time.Time) {

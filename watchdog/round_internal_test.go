@@ -39,7 +39,7 @@ func TestBatch(t *testing.T) {
 			}
 			assert.Equal(t, want, len(r.execs), "batches: the fewest that keep to a slot and MaxBatch")
 
-			// settle reads the replies back in r.holds order.
+			// tally reads the replies back in r.holds order.
 			holds := r.holds
 			for b, e := range r.execs {
 				require.LessOrEqual(t, len(e.Keys), MaxBatch, "batch %d", b)
