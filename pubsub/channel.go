@@ -44,7 +44,9 @@ func newChannel(s *Subscriber, name string) *channel {
 func (c *channel) join() *Waiter {
 	w := newWaiter(c)
 	if c.current != nil && c.current.confirmed {
-		w.markReady()
+		w.subscribed = true // ready at once: no channel to wait on
+	} else {
+		w.ready = make(chan struct{})
 	}
 	c.waiters = append(c.waiters, w)
 	return w

@@ -85,10 +85,14 @@ func (s *Subscriber) Subscribe(ctx context.Context, channel string) (*Waiter, er
 		go c.run()
 	}
 	w := c.join()
+	ready := w.ready
 	s.mu.Unlock()
+	if ready == nil {
+		return w, nil
+	}
 
 	select {
-	case <-w.ready:
+	case <-ready:
 		// w.err was written before ready was closed.
 		if w.err != nil {
 			return nil, w.err

@@ -1,12 +1,15 @@
 package pubsub
 
+import "time"
+
 // Waiter is one local waiter in a channel's queue, from Subscribe until Done
 // or Close. Its methods are safe for concurrent use.
 type Waiter struct {
 	c     *channel
 	wake  chan struct{} // capacity 1: a pending wake-up; closed by Subscriber.Close
-	ready chan struct{} // closed when Subscribe may return
+	ready chan struct{} // closed when Subscribe may return; nil for a waiter ready at once
 	err   error         // why Subscribe fails; written before ready is closed
+	timer *time.Timer   // WakeAfter's; used by the waiter's own goroutine only
 
 	// Guarded by c.s.mu.
 	subscribed bool // a confirmed subscription made it ready
@@ -15,7 +18,7 @@ type Waiter struct {
 }
 
 func newWaiter(c *channel) *Waiter {
-	return &Waiter{c: c, wake: make(chan struct{}, 1), ready: make(chan struct{})}
+	return &Waiter{c: c, wake: make(chan struct{}, 1)}
 }
 
 // Wake receives when the waiter should check the lock again: a message on
@@ -27,6 +30,28 @@ func (w *Waiter) Wake() <-chan struct{} {
 	return w.wake
 }
 
+// WakeAfter arranges a wake-up on Wake after d, in place of any arranged
+// before, for a waiter that must check the lock again by a time (when the
+// holder's lease runs out: an expiry publishes nothing). Call it from the
+// waiter's own goroutine.
+func (w *Waiter) WakeAfter(d time.Duration) {
+	if w.timer == nil {
+		w.timer = time.AfterFunc(d, w.timeUp)
+		return
+	}
+	w.timer.Reset(d)
+}
+
+// timeUp is WakeAfter's wake-up, unless the waiter has left meanwhile.
+func (w *Waiter) timeUp() {
+	s := w.c.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !w.left {
+		w.nudge()
+	}
+}
+
 // Done leaves the queue; acquired says whether the waiter took the lock.
 // A waiter that a message woke but that leaves without the lock (it was
 // cancelled, timed out, or failed) hands a wake-up on to the next waiter,
@@ -34,6 +59,9 @@ func (w *Waiter) Wake() <-chan struct{} {
 // lock. The last waiter of a channel unsubscribes from it. Calls after the
 // first, and calls after Subscriber.Close, do nothing.
 func (w *Waiter) Done(acquired bool) {
+	if w.timer != nil {
+		w.timer.Stop()
+	}
 	s := w.c.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -52,7 +80,10 @@ func (w *Waiter) Close() {
 // confirmed. The caller holds s.mu.
 func (w *Waiter) markReady() {
 	w.subscribed = true
-	close(w.ready)
+	if w.ready != nil {
+		close(w.ready)
+		w.ready = nil // Subscribe holds its own copy: free the channel
+	}
 }
 
 // nudge gives w a wake-up unless one is pending, and reports whether it

@@ -146,7 +146,7 @@ func (c *Client) usable() error {
 
 // field is the hash field that names owner o of this Client.
 func (c *Client) field(o *owner) string {
-	return c.id + ":" + o.token
+	return c.id + ":" + o.token()
 }
 
 // holdsOn returns the active holds this Client has on the lock at key.

@@ -10,8 +10,12 @@ import (
 // travels in the context that Lock returns: every call made with that
 // context, or one derived from it, acts for the same owner, whichever
 // goroutine makes it.
+//
+// An owner is itself the context that first carries it (one allocation for
+// both, which a waiter keeps while it waits).
 type owner struct {
-	token string
+	context.Context
+	n uint64 // numbers the owner within this process
 }
 
 // owners numbers the owners of this process. A number is unique only here,
@@ -20,6 +24,19 @@ var owners atomic.Uint64
 
 // ownerKey is the context key of the owner.
 type ownerKey struct{}
+
+// Value returns o for ownerKey, and defers to the parent otherwise.
+func (o *owner) Value(key any) any {
+	if key == (ownerKey{}) {
+		return o
+	}
+	return o.Context.Value(key)
+}
+
+// token is the owner's part of a hash field.
+func (o *owner) token() string {
+	return strconv.FormatUint(o.n, 36)
+}
 
 // ownerFrom returns the owner that ctx carries, if any.
 func ownerFrom(ctx context.Context) (*owner, bool) {
@@ -33,8 +50,8 @@ func withOwner(ctx context.Context) (context.Context, *owner) {
 	if o, ok := ownerFrom(ctx); ok {
 		return ctx, o
 	}
-	o := &owner{token: strconv.FormatUint(owners.Add(1), 36)}
-	return carrying(ctx, o), o
+	o := &owner{Context: ctx, n: owners.Add(1)}
+	return o, o
 }
 
 // carrying returns ctx carrying owner o.

@@ -15,7 +15,7 @@ import (
 // be missed; between attempts it sleeps until a wake-up or until the
 // holder's lease would run out (a lock that expires publishes nothing), never
 // polling while the holder is alive.
-func (m *Mutex) wait(ctx context.Context, id holdID, wait, lease time.Duration) (lctx context.Context, g grant, err error) {
+func (m *Mutex) wait(ctx context.Context, id holdID, wait, lease time.Duration) (context.Context, grant, error) {
 	deadline := waitDeadline(wait)
 	sctx := ctx
 	if !deadline.IsZero() {
@@ -27,14 +27,18 @@ func (m *Mutex) wait(ctx context.Context, id holdID, wait, lease time.Duration) 
 	if err != nil {
 		return ctx, grant{}, m.subscribeFailed(ctx, err)
 	}
+	lctx, g, err := m.retry(ctx, w, id, deadline, lease)
 	// A wake-up this waiter was handed but did not turn into the lock goes
 	// on to the next waiter.
-	defer func() { w.Done(g.acquired) }()
+	w.Done(g.acquired)
+	return lctx, g, err
+}
 
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
+// retry is wait's loop: attempt, then sleep until w wakes, the holder's
+// lease would run out, or deadline (zero: none) passes.
+func (m *Mutex) retry(ctx context.Context, w *pubsub.Waiter, id holdID, deadline time.Time, lease time.Duration) (context.Context, grant, error) {
 	for {
-		lctx, g, err = m.attempt(ctx, id, lease, true)
+		lctx, g, err := m.attempt(ctx, id, lease, true)
 		if err != nil || g.acquired {
 			return lctx, g, err
 		}
@@ -42,14 +46,14 @@ func (m *Mutex) wait(ctx context.Context, id holdID, wait, lease time.Duration) 
 		if !ok {
 			return ctx, grant{}, nil
 		}
-		timer.Reset(pause)
+		// One channel for messages and the time, and Close closes it too
+		// (the attempt then fails with ErrClosed): each case of a select
+		// costs a sleeping waiter memory.
+		w.WakeAfter(pause)
 		select {
 		case <-w.Wake():
-		case <-timer.C:
 		case <-ctx.Done():
 			return ctx, grant{}, fmt.Errorf("rlock: wait: %w", ctx.Err())
-		case <-m.c.closed:
-			return ctx, grant{}, ErrClosed
 		}
 	}
 }
