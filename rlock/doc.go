@@ -132,7 +132,13 @@
 // trip. A request whose reply was lost (a timeout, a broken connection) is
 // resent within the retry timeout, and is never applied twice: a resent
 // Unlock does not count down twice. A request the caller gave up on (its
-// context ended while the reply was outstanding) never takes effect later.
+// context ended while the reply was outstanding) is settled before the call
+// returns, and never takes effect later. Calls of one owner on one lock take
+// turns within a Client, so concurrent re-entries from goroutines that share
+// a lock context are applied one at a time; a re-entry never shortens the
+// lease that a live hold relies on, and Lock never returns a context that is
+// already done. Nothing is written to Redis per request: an uncontended
+// Lock+Unlock leaves only the lock's fencing counter behind.
 //
 // # Fencing tokens
 //
@@ -220,6 +226,9 @@
 //     reported by the Mutex's first call.
 //   - ErrInvalidDuration: a negative wait, a lease below MinLease, or an
 //     option's duration out of range.
+//   - ErrInvalidArgument: an option or MultiLock that cannot work: a nil
+//     logger, a negative replica count, a MultiLock of no or nil mutexes or
+//     with one lock twice, a RedLock with two mutexes of one Client.
 //
 // A call whose context ended wraps ctx.Err(); a Redis failure wraps the
 // rueidis error (a refused acquire at maxmemory wraps Redis's OOM reply).
@@ -231,7 +240,10 @@
 // deployment a rueidis client speaks to: standalone, Sentinel or Cluster.
 //
 //   - Cluster: all keys of one lock hash to one slot, chosen by the lock's
-//     name (a hash tag), so that every script touches one slot. Unlock
+//     name (a hash tag made from the whole name: braces in a name are never
+//     its hash tag, and distinct names never share a key), so that every
+//     script touches one slot. Client.GroupedMutex puts the locks of one
+//     group in one slot, on purpose. Unlock
 //     notifications use sharded pub/sub (SPUBLISH, SSUBSCRIBE) on that
 //     slot, and the watchdog batches renewals per slot. Slot migrations are
 //     followed.
