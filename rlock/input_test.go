@@ -18,16 +18,77 @@ func TestNewRejectsBadInput(t *testing.T) {
 
 	rc := redistest.Shared(t).Client(t)
 	for name, opt := range map[string]rlock.Option{
-		"negative lease":      rlock.WithLeaseTime(-time.Second),
-		"lease below minimum": rlock.WithLeaseTime(time.Millisecond),
-		"zero retry timeout":  rlock.WithRetryTimeout(0),
-		"prefix with a brace": rlock.WithKeyPrefix("app{1}:"),
-		"nil logger":          rlock.WithLogger(nil),
+		"negative lease":              rlock.WithLeaseTime(-time.Second),
+		"lease below minimum":         rlock.WithLeaseTime(time.Millisecond),
+		"zero retry timeout":          rlock.WithRetryTimeout(0),
+		"prefix with a brace":         rlock.WithKeyPrefix("app{1}:"),
+		"replica ack without timeout": rlock.WithReplicaAck(1, 0),
 	} {
 		c, err := rlock.New(rc, opt)
 		assert.Error(t, err, name)
 		assert.Nil(t, c, name)
 	}
+	for name, opt := range map[string]rlock.Option{
+		"nil logger":             rlock.WithLogger(nil),
+		"negative replica count": rlock.WithReplicaAck(-1, time.Second),
+	} {
+		c, err := rlock.New(rc, opt)
+		assert.ErrorIs(t, err, rlock.ErrInvalidArgument, name)
+		assert.Nil(t, c, name)
+	}
+}
+
+// TestZeroValues: a Client, Mutex or MultiLock that was declared, not made,
+// answers every call with an error, never a panic.
+func TestZeroValues(t *testing.T) {
+	ctx := t.Context()
+	var c rlock.Client
+	_, err := c.Mutex("x").Lock(ctx)
+	assert.ErrorIs(t, err, rlock.ErrNilClient)
+	_, err = c.GroupedMutex("g", "x").Lock(ctx)
+	assert.ErrorIs(t, err, rlock.ErrNilClient)
+	assert.ErrorIs(t, c.Close(), rlock.ErrNilClient)
+
+	var mu rlock.Mutex
+	_, err = mu.Lock(ctx)
+	assert.ErrorIs(t, err, rlock.ErrNilClient)
+	assert.ErrorIs(t, mu.Unlock(ctx), rlock.ErrNilClient)
+	_, err = mu.ForceUnlock(ctx)
+	assert.ErrorIs(t, err, rlock.ErrNilClient)
+
+	var ml rlock.MultiLock
+	_, err = ml.Lock(ctx)
+	assert.ErrorIs(t, err, rlock.ErrInvalidArgument)
+	assert.ErrorIs(t, ml.Unlock(ctx), rlock.ErrInvalidArgument)
+	var nilML *rlock.MultiLock
+	_, _, err = nilML.TryLock(ctx, 0, 0)
+	assert.ErrorIs(t, err, rlock.ErrInvalidArgument)
+}
+
+// TestMultiLockRejectsBadMembers: no members, a nil member, one lock twice,
+// and a RedLock whose members share a Client are refused before anything is
+// sent.
+func TestMultiLockRejectsBadMembers(t *testing.T) {
+	ctx := t.Context()
+	a, b := sharedClient(t), sharedClient(t)
+	name := redistest.LockName(t)
+	for what, ml := range map[string]*rlock.MultiLock{
+		"no mutexes":          rlock.NewMultiLock(),
+		"a nil mutex":         rlock.NewRedLock(a.Mutex(name), nil, b.Mutex(name)),
+		"one lock twice":      rlock.NewMultiLock(a.Mutex(name), a.Mutex(name)),
+		"redlock, one Client": rlock.NewRedLock(a.Mutex(name), a.Mutex(name+":2"), b.Mutex(name)),
+	} {
+		_, err := ml.Lock(ctx)
+		assert.ErrorIs(t, err, rlock.ErrInvalidArgument, what)
+	}
+	locked, err := a.Mutex(name).IsLocked(ctx)
+	require.NoError(t, err)
+	assert.False(t, locked, "nothing was taken")
+
+	ml := rlock.NewMultiLock(a.Mutex(name), a.Mutex(name+":2"))
+	lctx, err := ml.Lock(ctx)
+	require.NoError(t, err, "a MultiLock over two locks of one Client is fine")
+	require.NoError(t, ml.Unlock(lctx))
 }
 
 func TestMutexRejectsBadInput(t *testing.T) {

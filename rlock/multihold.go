@@ -171,14 +171,22 @@ func (mh *multiHold) checkQuorum() {
 }
 
 // beginUnlock stops parts from being taken again and waits for any being
-// taken now, so that no part outlives the Unlock.
-func (mh *multiHold) beginUnlock() {
+// taken now, so that no part outlives the Unlock. It reports which nodes
+// hold a part.
+func (mh *multiHold) beginUnlock() []bool {
 	mh.mu.Lock()
 	mh.unlocking++
 	close(mh.poke)
 	mh.poke = make(chan struct{})
 	mh.mu.Unlock()
 	mh.retaking.Wait()
+	mh.mu.Lock()
+	defer mh.mu.Unlock()
+	held := make([]bool, len(mh.parts))
+	for i, h := range mh.parts {
+		held[i] = h != nil
+	}
+	return held
 }
 
 // endUnlock ends the hold once no part is held any more.

@@ -66,7 +66,10 @@ func (ml *MultiLock) TryLock(ctx context.Context, wait, lease time.Duration) (co
 // check reports why ml cannot make calls with ctx, if it cannot: it has no
 // mutexes, a nil one, one lock twice, or, for a RedLock, two mutexes of one
 // Client (the quorum needs independent masters).
-func (ml *MultiLock) check(ctx context.Context) error {
+//
+// unlocking lets a member whose Client is closed pass: Unlock still leaves
+// the parts on the others.
+func (ml *MultiLock) check(ctx context.Context, unlocking bool) error {
 	if ml == nil || len(ml.mutexes) == 0 {
 		return fmt.Errorf("%w: multilock of no mutexes", ErrInvalidArgument)
 	}
@@ -74,7 +77,7 @@ func (ml *MultiLock) check(ctx context.Context) error {
 		if m == nil {
 			return fmt.Errorf("%w: multilock mutex %d is nil", ErrInvalidArgument, i)
 		}
-		if err := m.check(ctx); err != nil {
+		if err := m.check(ctx); err != nil && !(unlocking && errors.Is(err, ErrClosed)) {
 			return m.wrap(err)
 		}
 		for _, prev := range ml.mutexes[:i] {
@@ -93,7 +96,7 @@ func (ml *MultiLock) check(ctx context.Context) error {
 // (waitForever: until ctx is done) runs out. Between tries it sleeps a
 // random moment, so that contending clients do not meet in lockstep.
 func (ml *MultiLock) acquire(ctx context.Context, wait, lease time.Duration) (context.Context, bool, error) {
-	if err := ml.check(ctx); err != nil {
+	if err := ml.check(ctx, false); err != nil {
 		return ctx, false, err
 	}
 	octx, o := withOwner(ctx)
@@ -193,10 +196,11 @@ func (ml *MultiLock) tryQuorum(ctx context.Context, o *owner, lease time.Duratio
 }
 
 // Unlock leaves one level on every node, all of them even when some fail,
-// and reports, joined, the failures on nodes that held a part. It returns
-// ErrNotHeld when the owner held no part of the lock.
+// and reports, joined, the failures on nodes that held a part (a node that
+// held none is only logged). It returns ErrNotHeld when the owner held no
+// part of the lock.
 func (ml *MultiLock) Unlock(ctx context.Context) error {
-	if err := ml.check(ctx); err != nil {
+	if err := ml.check(ctx, true); err != nil {
 		return err
 	}
 	o, ok := ownerFrom(ctx)
@@ -204,8 +208,9 @@ func (ml *MultiLock) Unlock(ctx context.Context) error {
 		return ErrNotHeld
 	}
 	mh, _ := ctx.Value(multiKey{ml}).(*multiHold)
+	var held []bool
 	if mh != nil {
-		mh.beginUnlock()
+		held = mh.beginUnlock()
 	}
 	octx := carrying(context.WithoutCancel(ctx), o)
 	errs := make([]error, len(ml.mutexes))
@@ -219,12 +224,16 @@ func (ml *MultiLock) Unlock(ctx context.Context) error {
 	}
 	notHeld := 0
 	var failures []error
-	for _, err := range errs {
+	for i, err := range errs {
 		switch {
 		case errors.Is(err, ErrNotHeld):
 			notHeld++
-		case err != nil:
+		case err == nil:
+		case held == nil || held[i]:
 			failures = append(failures, err)
+		default:
+			m := ml.mutexes[i]
+			m.c.cfg.logger.Debug("rlock: multilock could not reach a node that held no part", "key", m.keys.Hash, "err", err)
 		}
 	}
 	if notHeld == len(ml.mutexes) {

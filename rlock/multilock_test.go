@@ -1,8 +1,10 @@
 package rlock_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -203,4 +205,47 @@ func TestRedLockWatchdog(t *testing.T) {
 	err = rl.Unlock(ctx)
 	assert.NotErrorIs(t, err, rlock.ErrNotHeld, "two live nodes still had parts to release")
 	assert.Zero(t, ms.held(t, name), "Unlock released the live nodes")
+}
+
+// TestRedLockRetakeStopsAtClose has a RedLock lose a part to another owner,
+// so that it keeps trying to take it again every renewal period, and then
+// closes that node's Client: the retaking goroutine must be gone at once,
+// not a period later, while the RedLock lives on with its quorum.
+func TestRedLockRetakeStopsAtClose(t *testing.T) {
+	ms := startMasters(t, 3)
+	name := redistest.LockName(t)
+	const lease = 3 * time.Second // renewals and retakes every second
+	clients := make([]*rlock.Client, len(ms.nodes))
+	mutexes := make([]*rlock.Mutex, len(ms.nodes))
+	for i, node := range ms.nodes {
+		c, err := rlock.New(node.Client(t), rlock.WithLeaseTime(lease))
+		require.NoError(t, err)
+		clients[i], mutexes[i] = c, c.Mutex(name)
+	}
+	rl := rlock.NewRedLock(mutexes...)
+	ctx, err := rl.Lock(t.Context())
+	require.NoError(t, err)
+
+	// Another owner takes node 0's part in one step: the next renewal finds
+	// it gone, and every retake is refused.
+	k := lockKeys(name)
+	steal := `redis.call('del', KEYS[1]); redis.call('hset', KEYS[1], 'rival', 1); redis.call('pexpire', KEYS[1], 60000); return 1`
+	require.NoError(t, ms.raw[0].Do(t.Context(), ms.raw[0].B().Eval().Script(steal).Numkeys(1).Key(k.Hash).Build()).Error())
+	require.Eventually(t, func() bool { return retaking() }, 2*lease, 10*time.Millisecond, "the RedLock retakes its lost part")
+	require.NoError(t, ctx.Err(), "two of three parts are still a quorum")
+
+	require.NoError(t, clients[0].Close())
+	assert.Eventually(t, func() bool { return !retaking() }, 200*time.Millisecond, 5*time.Millisecond,
+		"no retaking goroutine outlives Close (it would sleep a renewal period, %v)", lease/3)
+	assert.NoError(t, ctx.Err(), "the other two parts still hold the RedLock")
+	assert.NoError(t, rl.Unlock(ctx))
+	for _, c := range clients[1:] {
+		require.NoError(t, c.Close())
+	}
+}
+
+// retaking reports whether a MultiLock goroutine is retaking a lost part.
+func retaking() bool {
+	buf := make([]byte, 1<<22)
+	return bytes.Contains(buf[:runtime.Stack(buf, true)], []byte("(*multiHold).retake"))
 }
