@@ -53,8 +53,8 @@ func TestCluster(t *testing.T) {
 	requireWoken(t, waiters[0][0])
 
 	for _, ws := range waiters {
-		ws[0].Close()
-		ws[1].Close()
+		ws[0].Done(false)
+		ws[1].Done(false)
 	}
 	e.requireGone(t, chans...)
 }

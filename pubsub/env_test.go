@@ -73,7 +73,7 @@ func (e *env) subscribe(t *testing.T, channel string) *Waiter {
 	defer cancel()
 	w, err := e.subs.Subscribe(ctx, channel)
 	require.NoError(t, err, "Subscribe(%s)", channel)
-	t.Cleanup(w.Close)
+	t.Cleanup(func() { w.Done(false) })
 	return w
 }
 

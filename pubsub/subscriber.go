@@ -67,8 +67,7 @@ func New(rc rueidis.Client, sharded bool, logger *slog.Logger) *Subscriber {
 // ctx bounds the wait for the confirmation: when it ends first, Subscribe
 // returns ctx's error, wrapped. A subscription that Redis refuses fails the
 // waiters that wait for it with Redis's error. After Close, Subscribe
-// returns ErrClosed. The caller must end every Waiter it gets with Done or
-// Close.
+// returns ErrClosed. The caller must end every Waiter it gets with Done.
 func (s *Subscriber) Subscribe(ctx context.Context, channel string) (*Waiter, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("pubsub: subscribe %s: %w", channel, err)
@@ -99,7 +98,7 @@ func (s *Subscriber) Subscribe(ctx context.Context, channel string) (*Waiter, er
 		}
 		return w, nil
 	case <-ctx.Done():
-		w.Close()
+		w.Done(false)
 		return nil, fmt.Errorf("pubsub: subscribe %s: %w", channel, ctx.Err())
 	}
 }

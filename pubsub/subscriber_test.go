@@ -24,13 +24,13 @@ func TestLastWaiterUnsubscribes(t *testing.T) {
 		require.Equal(t, 2, e.subs.Channels())
 		require.EqualValues(t, 1, e.numsub(t, ch), "two waiters share one subscription")
 
-		a.Close()
+		a.Done(false)
 		require.EqualValues(t, 1, e.numsub(t, ch), "a waiter is left")
 		b.Done(true)
 		require.Eventually(t, func() bool { return e.unsubscribed(t.Context(), ch) && e.subs.Channels() == 1 },
 			wakeWithin, 5*time.Millisecond, "the last waiter of %s unsubscribed, and only it", ch)
 		require.EqualValues(t, 1, e.numsub(t, other))
-		c.Close()
+		c.Done(false)
 		e.requireGone(t, other)
 	})
 }
@@ -42,11 +42,11 @@ func TestChurnGetsFreshSubscription(t *testing.T) {
 	forEachMode(t, false, func(t *testing.T, e *env) {
 		ch := channelName(t, "unlock")
 		for i := range 50 {
-			e.subscribe(t, ch).Close()
+			e.subscribe(t, ch).Done(false)
 			w := e.subscribe(t, ch)
 			require.EqualValues(t, 1, e.publish(t, ch), "round %d: the new waiter's subscription is live", i)
 			requireWoken(t, w, "round %d", i)
-			w.Close()
+			w.Done(false)
 		}
 		e.requireGone(t, ch)
 	})
@@ -236,7 +236,7 @@ func TestRefusedSubscription(t *testing.T) {
 
 		w, err := subs.Subscribe(ctx, "allowed:unlock")
 		require.NoError(t, err)
-		w.Close()
+		w.Done(false)
 	})
 }
 

@@ -2,8 +2,8 @@ package pubsub
 
 import "time"
 
-// Waiter is one local waiter in a channel's queue, from Subscribe until Done
-// or Close. Its methods are safe for concurrent use.
+// Waiter is one local waiter in a channel's queue, from Subscribe until
+// Done. Its methods are safe for concurrent use, but for WakeAfter.
 type Waiter struct {
 	c     *channel
 	wake  chan struct{} // capacity 1: a pending wake-up; closed by Subscriber.Close
@@ -69,11 +69,6 @@ func (w *Waiter) Done(acquired bool) {
 		return
 	}
 	w.c.leave(w, w.woken && !acquired)
-}
-
-// Close leaves the queue without the lock: it is Done(false).
-func (w *Waiter) Close() {
-	w.Done(false)
 }
 
 // markReady lets Subscribe return w: its channel's subscription is

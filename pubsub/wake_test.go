@@ -69,14 +69,14 @@ func TestWakeIsHandedOn(t *testing.T) {
 		require.False(t, woken(c), "a waiter that took the lock hands nothing on")
 
 		d := e.subscribe(t, ch)
-		c.Close()
+		c.Done(false)
 		require.False(t, woken(d), "a waiter no message woke hands nothing on")
 
 		// An untaken wake-up is handed on just the same.
 		e.publish(t, ch)
 		f := e.subscribe(t, ch)
 		require.Eventually(t, func() bool { return len(d.Wake()) == 1 }, wakeWithin, 5*time.Millisecond)
-		d.Close()
+		d.Done(false)
 		require.True(t, woken(f))
 	})
 }
@@ -119,7 +119,7 @@ func testResubscribe(t *testing.T, e *env) {
 	requireQuiet(t, b, c)
 
 	for _, w := range []*Waiter{a, b, c} {
-		w.Close()
+		w.Done(false)
 	}
 	e.requireGone(t, ch)
 }
