@@ -9,12 +9,13 @@
 // the EVALSHA themselves, to pipeline it with other commands.
 //
 // Every script is atomic: no other command runs in Redis while it does.
-// The renew script is owner-checked and sets
-// an absolute lease, so resending it changes nothing, and it alone is
-// retryable by rueidis. Acquire and release change a hold count and must
-// never be resent blindly (Redisson #4871 is what a blind retry of an unlock
-// does): they are made exactly-once by the request protocol described in
-// package rlock, not by rueidis.
+// The renew script is owner-checked and only lengthens a lease, so resending
+// it changes nothing, and it alone is retryable by rueidis. Acquire and
+// release set a hold count and must never be resent blindly (Redisson #4871
+// is what a blind retry of an unlock does): every call carries a sequence
+// number and the number of a call it supersedes, which fence.lua (shared by
+// both, put in after their shebang) records, so that a copy arriving late
+// is refused. The protocol around them is package rlock's (request.go).
 //
 // The scripts open with a shebang, which needs Redis 7 or later. Release,
 // force-release and renew carry the allow-oom flag, so that locks can still
