@@ -15,16 +15,18 @@ import (
 // local Redis. Each scenario lives in a file of its own (bench_*_test.go,
 // handoff_bench_test.go) and is a sub-benchmark here:
 //
-//	Floor       raw EVALSHA: round trip, rlock's scripts, pipelined calls/s
-//	LockUnlock  uncontended Lock+Unlock, one goroutine
-//	Parallel    64 goroutines on distinct locks, cycles/s
-//	Handoff     Unlock to the next holder's Lock, 1 and 8 waiters
-//	Watchdog    10 000 and 100 000 renewed locks: calls and CPU per round
-//	Memory      heap per held lock and per waiter, allocations per cycle
+//	Floor         raw EVALSHA: round trip, rlock's scripts, pipelined calls/s
+//	LockUnlock    uncontended Lock+Unlock, one goroutine
+//	Parallel      64 goroutines on distinct locks, cycles/s
+//	MemoryGrowth  Redis used_memory and keys left by a 3 s run of Parallel's loop
+//	HotLock       16 goroutines on one lock: acquisitions/s, min/max per goroutine
+//	Handoff       Unlock to the next holder's Lock, 1 and 8 waiters
+//	Watchdog      10 000 and 100 000 renewed locks: calls and CPU per round
+//	Memory        heap per held lock and per waiter, allocations per cycle
 //
 // Some scenarios take their time per iteration (a handoff to a polling
 // peer, a watchdog round of a second), so give -benchtime as a duration,
-// not a count. The whole run takes about two minutes:
+// not a count. The whole run takes about three minutes:
 //
 //	go test ./integration -run '^$' -bench Compare -benchtime 2s -count 1 | go run ./integration/benchtable
 //
@@ -39,6 +41,8 @@ func BenchmarkCompare(b *testing.B) {
 	b.Run("Floor", func(b *testing.B) { benchFloor(b, node) })
 	b.Run("LockUnlock", func(b *testing.B) { benchLockUnlock(b, node) })
 	b.Run("Parallel", func(b *testing.B) { benchParallel(b, node) })
+	b.Run("MemoryGrowth", func(b *testing.B) { benchMemoryGrowth(b, node) })
+	b.Run("HotLock", func(b *testing.B) { benchHotLock(b, node) })
 	b.Run("Handoff", func(b *testing.B) { benchHandoff(b, node) })
 	b.Run("Watchdog", func(b *testing.B) { benchWatchdog(b, node) })
 	b.Run("Memory", func(b *testing.B) { benchMemory(b, node) })

@@ -48,6 +48,28 @@ func cycle(ctx context.Context, l locker, name string) error {
 // the number of the goroutine that makes it, and returns once every call
 // has. After the first error no new call starts; the errors are returned.
 func parallel(n, workers int, f func(worker, i int) error) error {
+	return spread(min(workers, n), func(i int) bool { return i < n }, f)
+}
+
+// runFor calls op on workers goroutines over and over until d has passed,
+// passing each call the number of the goroutine that makes it, and returns
+// how many calls were made once every one has returned. After the first
+// error no new call starts; the errors are returned.
+func runFor(d time.Duration, workers int, op func(worker int) error) (int, error) {
+	end := time.Now().Add(d)
+	var calls atomic.Int64
+	err := spread(workers, func(int) bool { return time.Now().Before(end) }, func(worker, _ int) error {
+		calls.Add(1)
+		return op(worker)
+	})
+	return int(calls.Load()), err
+}
+
+// spread calls f on workers goroutines for i = 0, 1, 2, ... as long as
+// more(i) holds, passing each call the number of the goroutine that makes
+// it, and returns once every call has. After the first error no new call
+// starts; the errors are returned.
+func spread(workers int, more func(i int) bool, f func(worker, i int) error) error {
 	var (
 		next   atomic.Int64
 		failed atomic.Bool
@@ -55,11 +77,11 @@ func parallel(n, workers int, f func(worker, i int) error) error {
 		first  error
 		wg     sync.WaitGroup
 	)
-	for w := range min(workers, n) {
+	for w := range workers {
 		wg.Go(func() {
 			for !failed.Load() {
 				i := int(next.Add(1) - 1)
-				if i >= n {
+				if !more(i) {
 					return
 				}
 				if err := f(w, i); err != nil {

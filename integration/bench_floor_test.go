@@ -52,7 +52,7 @@ func benchFloor(b *testing.B, node *redistest.Node) {
 	})
 	b.Run("pipelined", func(b *testing.B) {
 		ctx, c := benchContext(b), startCost(b, rc)
-		throughput(b, "calls/s", func(int) error {
+		throughput(b, concurrency, "calls/s", func(int) error {
 			return trivial.Exec(ctx, rc, nil, nil).Error()
 		})
 		c.report(b.N, "call")

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -24,24 +25,27 @@ func benchParallel(b *testing.B, node *redistest.Node) {
 	for _, p := range peers {
 		b.Run(p.name, func(b *testing.B) {
 			l := p.open(b, node.Addr(), 0)
-			names := lockNames(benchName(b), concurrency)
-			ctx := benchContext(b)
+			op := ownLocks(benchContext(b), l, lockNames(benchName(b), concurrency))
 			c := startCost(b, node.Client(b))
-			throughput(b, "cycles/s", func(worker int) error {
-				return cycle(ctx, l, names[worker])
-			})
+			throughput(b, concurrency, "cycles/s", op)
 			c.report(b.N, "cycle")
 		})
 	}
 }
 
-// throughput runs op b.N times on concurrency goroutines, each call given
-// the number of the goroutine that makes it, and reports the calls per
-// second as unit.
-func throughput(b *testing.B, unit string, op func(worker int) error) {
+// ownLocks is the loop body of the Parallel scenario: goroutine worker
+// takes its own lock, names[worker], through l and releases it at once.
+func ownLocks(ctx context.Context, l locker, names []string) func(worker int) error {
+	return func(worker int) error { return cycle(ctx, l, names[worker]) }
+}
+
+// throughput runs op b.N times on workers goroutines, each call given the
+// number of the goroutine that makes it, and reports the calls per second
+// as unit.
+func throughput(b *testing.B, workers int, unit string, op func(worker int) error) {
 	b.Helper()
 	b.ResetTimer()
-	err := parallel(b.N, concurrency, func(worker, _ int) error { return op(worker) })
+	err := parallel(b.N, workers, func(worker, _ int) error { return op(worker) })
 	b.StopTimer()
 	require.NoError(b, err, "%d calls", b.N)
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), unit)

@@ -32,6 +32,13 @@ type cells struct {
 	floorRatio float64 // rlock / floor, when rlock and the floor were measured
 	bestRatio  float64 // rlock / best peer, when rlock and a peer were measured
 	hasRatios  bool    // rlock was measured
+	res        results // every figure, for targets that read another row's
+}
+
+// rlockIn is rlock's figure of bench in unit, unscaled, for a target that
+// reads a figure of its scenario other than its row's.
+func (c cells) rlockIn(bench, unit string) (float64, bool) {
+	return c.res.get(bench+"/rlock", unit)
 }
 
 // floorAtMost reports whether rlock is at most limit times the floor.
@@ -121,6 +128,22 @@ var rows = slices.Concat([]row{
 		floor: floorOf("Floor/pipelined", "redis-cpu-µs/call", 2, 1),
 	},
 	{
+		title: "Hot lock, 16 goroutines (acquisitions/s)", bench: "HotLock", unit: "acquisitions/s", higher: true,
+		target: func(c cells) (string, bool) {
+			fair, ok := c.rlockIn("HotLock", "min/max")
+			return "≥ 1× best peer, min/max ≥ 0.5", c.bestAtLeast(1) && ok && fair >= 0.5
+		},
+	},
+	{title: "Hot lock: fairness, min/max acquisitions per goroutine", bench: "HotLock", unit: "min/max", higher: true},
+	{
+		title: "Redis memory growth, 3 s of 64 goroutines at full speed (MB)", bench: "MemoryGrowth", unit: "MB-growth",
+		target: func(c cells) (string, bool) {
+			rl, ok := c.lib["rlock"]
+			return "< 1 MB", ok && rl < 1
+		},
+	},
+	{title: "Redis keys left by that run", bench: "MemoryGrowth", unit: "keys-left"},
+	{
 		title: "Handoff, 8 waiters: p50 (µs)", bench: "Handoff/waiters=8", unit: "p50-µs",
 		floor: idleRoundTrip("2ms", "p50"),
 		target: func(c cells) (string, bool) {
@@ -181,7 +204,7 @@ func (w row) compute(r results) (cells, bool) {
 	if scale == 0 {
 		scale = 1
 	}
-	c := cells{lib: map[string]float64{}}
+	c := cells{lib: map[string]float64{}, res: r}
 	for _, lib := range libraries {
 		if v, ok := r.get(w.bench+"/"+lib, w.unit); ok {
 			c.lib[lib] = v * scale
@@ -218,5 +241,11 @@ that 64 goroutines get through one rueidis client, and what two calls cost; hand
 one round trip after as long an idle as the scenario leaves between handoffs (2 ms
 with 8 waiters, 30 ms with 1), at the same percentile. CPU is user+system time: the
 client's from getrusage, Redis's from INFO cpu. Redis commands include those that
-scripts run. The watchdog renews every second (lease 3 s).
+scripts run. The watchdog renews every second (lease 3 s). Hot lock: 16 goroutines of
+one client take and release one lock; min/max is the fewest acquisitions a goroutine
+made over the most. Memory growth: Redis's used_memory (MB of 10^6 bytes) and keys
+(DBSIZE) after 3 s of the 64-goroutine loop, less before it, each lock taken once
+before (so connections, cached scripts and a key a lock name keeps for good are in
+the baseline) and no key with an expiry left from earlier runs. Heap per waiter is
+measured after as many waiters on another lock warmed the waiters' client up.
 `

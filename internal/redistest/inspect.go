@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -137,4 +138,55 @@ func ReadStats(t testing.TB, rc rueidis.Client) Stats {
 func ScriptCalls(t testing.TB, rc rueidis.Client) int {
 	t.Helper()
 	return int(ReadStats(t, rc).Scripts())
+}
+
+// Usage is how much a server holds: INFO memory's used_memory, and DBSIZE
+// and the keys with an expiry in database 0, the one every client of the
+// harness uses.
+type Usage struct {
+	UsedMemory int64 // used_memory: bytes the server's allocator holds
+	Keys       int64 // DBSIZE
+	Volatile   int64 // keys with an expiry, which will go on their own
+}
+
+// ReadUsage reads what rc's server holds. It returns errors rather than
+// failing a test, so that a goroutine sampling during a run may call it.
+// On a Cluster it answers for whichever node it reaches.
+func ReadUsage(ctx context.Context, rc rueidis.Client) (Usage, error) {
+	res := rc.DoMulti(ctx,
+		rc.B().Info().Section("memory", "keyspace").Build(),
+		rc.B().Dbsize().Build())
+	info, err := res[0].ToString()
+	if err != nil {
+		return Usage{}, fmt.Errorf("INFO memory keyspace: %w", err)
+	}
+	var u Usage
+	if u.Keys, err = res[1].AsInt64(); err != nil {
+		return Usage{}, fmt.Errorf("DBSIZE: %w", err)
+	}
+	found := false
+	for line := range strings.SplitSeq(info, "\r\n") {
+		key, value, ok := strings.Cut(line, ":")
+		switch {
+		case !ok:
+		case key == "used_memory":
+			if u.UsedMemory, err = strconv.ParseInt(value, 10, 64); err != nil {
+				return Usage{}, fmt.Errorf("parse %q: %w", line, err)
+			}
+			found = true
+		case key == "db0":
+			// db0:keys=<n>,expires=<n>,avg_ttl=<ms>,...
+			for field := range strings.SplitSeq(value, ",") {
+				if n, ok := strings.CutPrefix(field, "expires="); ok {
+					if u.Volatile, err = strconv.ParseInt(n, 10, 64); err != nil {
+						return Usage{}, fmt.Errorf("parse %q: %w", line, err)
+					}
+				}
+			}
+		}
+	}
+	if !found {
+		return Usage{}, errors.New("INFO memory has no used_memory")
+	}
+	return u, nil
 }

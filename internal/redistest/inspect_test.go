@@ -1,11 +1,13 @@
 package redistest
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
@@ -92,4 +94,25 @@ func (r *recorder) FailNow() {
 	r.fatal = true
 	r.mu.Unlock()
 	runtime.Goexit()
+}
+
+// TestReadUsage: a key with an expiry and one without are two keys, one
+// volatile, and a large value shows in used_memory.
+func TestReadUsage(t *testing.T) {
+	rc := Shared(t).Client(t)
+	base := LockName(t)
+	volatile, lasting := base+":volatile", base+":lasting"
+	t.Cleanup(func() { rc.Do(context.Background(), rc.B().Del().Key(volatile, lasting).Build()) })
+	before, err := ReadUsage(t.Context(), rc)
+	require.NoError(t, err)
+
+	const size = 1 << 20
+	require.NoError(t, rc.Do(t.Context(), rc.B().Set().Key(volatile).Value("v").Px(time.Minute).Build()).Error())
+	require.NoError(t, rc.Do(t.Context(), rc.B().Set().Key(lasting).Value(strings.Repeat("x", size)).Build()).Error())
+	after, err := ReadUsage(t.Context(), rc)
+	require.NoError(t, err)
+
+	assert.Equal(t, before.Keys+2, after.Keys, "DBSIZE counts both keys")
+	assert.Equal(t, before.Volatile+1, after.Volatile, "one key has an expiry")
+	assert.GreaterOrEqual(t, after.UsedMemory-before.UsedMemory, int64(size), "used_memory holds the 1 MiB value")
 }
