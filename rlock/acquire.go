@@ -59,9 +59,7 @@ func (m *Mutex) attempt(ctx context.Context, id holdID, lease time.Duration, wai
 		if lctx.Err() == nil {
 			return nil
 		}
-		if _, err := m.leave(ctx, s, s.count-1); err != nil {
-			m.c.cfg.logger.Warn("rlock: could not give back a level granted to a done context; its lease will free it", "key", m.keys.Hash, "err", err)
-		}
+		m.giveBack(ctx, s, s.count-1, "a level granted to a done context")
 		return context.Cause(lctx)
 	})
 	if err != nil || !g.acquired {
@@ -119,7 +117,7 @@ func (m *Mutex) grant(ctx context.Context, s *slot, lease time.Duration, waiting
 		m.c.setHold(s, h)
 	}
 	if err := h.record(sent, set, lease == 0); err != nil {
-		m.leave(ctx, s, g.count-1)
+		m.giveBack(ctx, s, g.count-1, "a level the watchdog refused")
 		return grant{}, err
 	}
 	return g, nil
@@ -139,7 +137,7 @@ func (m *Mutex) acquireCall(s *slot, lease time.Duration, waiting bool) scriptCa
 	}
 	return scriptCall{
 		keys: []string{m.keys.Hash, m.keys.Token, m.keys.Fence},
-		args: []string{s.id.field, "", strconv.Itoa(s.count + 1), millis(lease), "", millis(m.c.fenceLife()), flag},
+		args: []string{s.id.field, "", strconv.Itoa(s.count + 1), m.c.millis(lease), "", m.c.fenceMs, flag},
 	}
 }
 
@@ -153,9 +151,7 @@ func (m *Mutex) settle(ctx context.Context, s *slot) {
 	if s.unsettled == 0 {
 		return
 	}
-	if _, err := m.leave(ctx, s, s.count); err != nil {
-		m.c.cfg.logger.Warn("rlock: could not settle an acquire whose reply was lost; its lease will free it", "key", m.keys.Hash, "err", err)
-	}
+	m.giveBack(ctx, s, s.count, "an acquire whose reply was lost")
 }
 
 // parseGrant reads the acquire script's reply: {1, count, token}, {0, pttl}

@@ -24,6 +24,8 @@ type Client struct {
 	id      string        // prefixes every owner field, <id>:<ownerToken>
 	seq     atomic.Uint64 // numbers every script call of the request protocol
 	publish string        // "publish", or "spublish" on a Cluster
+	leaseMs string        // the watchdog's lease in ms, for script arguments
+	fenceMs string        // fenceLife in ms
 	dog     *watchdog.Watchdog
 	subs    *pubsub.Subscriber
 
@@ -66,6 +68,7 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 	if cluster {
 		c.publish = "spublish"
 	}
+	c.leaseMs, c.fenceMs = millis(cfg.lease), millis(c.fenceLife())
 	return c, nil
 }
 

@@ -178,9 +178,7 @@ func (ml *MultiLock) tryQuorum(ctx context.Context, o *owner, lease time.Duratio
 		wg.Go(func() {
 			defer m.c.give(s)
 			if granted[i] && !won {
-				if _, err := m.leave(ctx, s, s.count-1); err != nil {
-					m.c.cfg.logger.Warn("rlock: multilock could not give back a part; its lease will free it", "key", m.keys.Hash, "err", err)
-				}
+				m.giveBack(ctx, s, s.count-1, "a multilock part")
 			}
 			m.settle(ctx, s)
 		})

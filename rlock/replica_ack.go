@@ -35,7 +35,7 @@ func (m *Mutex) sendAcquire(ctx context.Context, call scriptCall, s *slot) ([]in
 		return res.reply, sent, err
 	}
 	err = fmt.Errorf("%w: %d of %d replicas within %v", ErrNotReplicated, res.acks, m.c.cfg.replicas, m.c.cfg.replicaTimeout)
-	if _, rerr := m.leave(ctx, s, s.count); rerr != nil {
+	if rerr := m.giveBack(ctx, s, s.count, "an acquire the replicas did not acknowledge"); rerr != nil {
 		err = errors.Join(err, rerr)
 	}
 	return nil, sent, err

@@ -127,6 +127,14 @@ func addSat(a, b time.Duration) time.Duration {
 	return a + b
 }
 
+// millis is millis(d), kept for the watchdog's lease.
+func (c *Client) millis(d time.Duration) string {
+	if d == c.cfg.lease {
+		return c.leaseMs
+	}
+	return millis(d)
+}
+
 // millis formats d as whole milliseconds for a script argument, at least 1.
 func millis(d time.Duration) string {
 	return strconv.FormatInt(max(d.Milliseconds(), 1), 10)

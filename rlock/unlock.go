@@ -59,16 +59,29 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	return nil
 }
 
-// leave sets the owner's hold count to target with one release request in
-// slot s's turn, even when ctx is done (bounded by the retry timeout), and
-// records the outcome in s: the count left, and the end of the hold when no
-// level is left (a loss when Redis says the owner held none).
-func (m *Mutex) leave(ctx context.Context, s *slot, target int) (released, error) {
+// giveBack sets the owner's count back to target in slot s's turn, even
+// when ctx is done (bounded by the retry timeout): it takes back a level
+// that was granted and cannot be kept, or what a call whose reply was lost
+// may have done. A failure is logged as about what; the lease then frees
+// the level.
+func (m *Mutex) giveBack(ctx context.Context, s *slot, target int, what string) error {
 	rctx, cancel := m.c.detached(ctx)
 	defer cancel()
+	_, err := m.leave(rctx, s, target)
+	if err != nil {
+		m.c.cfg.logger.Warn("rlock: could not give back "+what+"; its lease will free it", "key", m.keys.Hash, "err", err)
+	}
+	return err
+}
+
+// leave sets the owner's hold count to target with one release request in
+// slot s's turn, within ctx, and records the outcome in s: the count left,
+// and the end of the hold when no level is left (a loss when Redis says the
+// owner held none).
+func (m *Mutex) leave(ctx context.Context, s *slot, target int) (released, error) {
 	keys := []string{m.keys.Hash, m.keys.Channel, m.keys.Fence}
-	args := []string{s.id.field, "", strconv.Itoa(max(target, 0)), m.c.publish, "", millis(m.c.fenceLife())}
-	reply, _, err := exchange(rctx, m.c, s, func(ctx context.Context, seq, superseded string) ([]int64, error) {
+	args := []string{s.id.field, "", strconv.Itoa(max(target, 0)), m.c.publish, "", m.c.fenceMs}
+	reply, _, err := exchange(ctx, m.c, s, func(ctx context.Context, seq, superseded string) ([]int64, error) {
 		args[1], args[4] = seq, superseded
 		return lua.Release.Exec(ctx, m.c.rc, keys, args).AsIntSlice()
 	})
