@@ -1,6 +1,7 @@
 package rlock_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rlock/rlock/internal/redistest"
 	"github.com/rlock/rlock/rlock"
 )
 
@@ -80,4 +82,31 @@ func TestGroupedMutex(t *testing.T) {
 	ctx, err := ml.Lock(t.Context())
 	require.NoError(t, err)
 	require.NoError(t, ml.Unlock(ctx))
+}
+
+// TestOverwrittenLock overwrites a held lock's key with a string: Unlock
+// answers ErrNotHeld, as its doc promises, not Redis's WRONGTYPE; the hold's
+// context ends as lost; and a new Lock fails before it writes anything.
+func TestOverwrittenLock(t *testing.T) {
+	c := sharedClient(t)
+	rc := redistest.Shared(t).Client(t)
+	name := redistest.LockName(t)
+	mu := c.Mutex(name)
+	ctx, err := mu.Lock(t.Context())
+	require.NoError(t, err)
+
+	k := lockKeys(name)
+	require.NoError(t, rc.Do(t.Context(), rc.B().Set().Key(k.Hash).Value("not a lock").Build()).Error())
+	assert.ErrorIs(t, mu.Unlock(ctx), rlock.ErrNotHeld, "Unlock of an overwritten lock")
+	assert.ErrorIs(t, context.Cause(ctx), rlock.ErrLockLost, "the hold's context ends as lost")
+
+	_, _, err = mu.TryLock(t.Context(), 0, 0)
+	assert.ErrorContains(t, err, "WRONGTYPE", "a new Lock reports the foreign key")
+	got, err := rc.Do(t.Context(), rc.B().Get().Key(k.Hash).Build()).ToString()
+	require.NoError(t, err)
+	assert.Equal(t, "not a lock", got, "and leaves it as it was")
+	exists, err := rc.Do(t.Context(), rc.B().Exists().Key(k.Fence).Build()).AsInt64()
+	require.NoError(t, err)
+	assert.Zero(t, exists, "no fence was written")
+	require.NoError(t, rc.Do(t.Context(), rc.B().Del().Key(k.Hash).Build()).Error())
 }
