@@ -34,7 +34,7 @@ func (m *Mutex) acquire(ctx context.Context, wait, lease time.Duration) (context
 
 	lctx, g, err := m.attempt(octx, id, lease, false)
 	if err == nil && !g.acquired && wait != 0 {
-		lctx, g, err = m.wait(octx, id, wait, lease)
+		lctx, g, err = m.wait(octx, o, wait, lease)
 	}
 	switch {
 	case err != nil:
@@ -136,7 +136,7 @@ func (m *Mutex) acquireCall(s *slot, lease time.Duration, waiting bool) scriptCa
 		flag = "1"
 	}
 	return scriptCall{
-		keys: []string{m.keys.Hash, m.keys.Token, m.keys.Fence},
+		keys: []string{m.keys.Value().Hash, m.keys.Value().Token, m.keys.Value().Fence},
 		args: []string{s.id.field, "", strconv.Itoa(s.count + 1), m.c.millis(lease), "", m.c.fenceMs, flag},
 	}
 }

@@ -2,6 +2,7 @@ package rlock
 
 import (
 	"fmt"
+	"unique"
 
 	"github.com/rlock/rlock/internal/keys"
 )
@@ -33,7 +34,7 @@ func newMutex(c *Client, name string, invalid error, keysOf func(prefix string) 
 	case invalid != nil:
 		m.err = fmt.Errorf("%w: %w", ErrInvalidName, invalid)
 	default:
-		m.keys = keysOf(c.cfg.prefix)
+		m.keys = unique.Make(keysOf(c.cfg.prefix))
 	}
 	return m
 }

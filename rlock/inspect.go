@@ -13,7 +13,7 @@ func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
 	if err := m.check(ctx); err != nil {
 		return false, m.wrap(err)
 	}
-	n, err := m.c.rc.Do(ctx, m.c.rc.B().Exists().Key(m.keys.Hash).Build()).AsInt64()
+	n, err := m.c.rc.Do(ctx, m.c.rc.B().Exists().Key(m.keys.Value().Hash).Build()).AsInt64()
 	if err != nil {
 		return false, m.wrap(fmt.Errorf("rlock: exists: %w", err))
 	}
@@ -34,7 +34,7 @@ func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 	}
 	ctx, cancel := m.c.detached(ctx)
 	defer cancel()
-	n, err := m.c.rc.Do(ctx, m.c.rc.B().Hget().Key(m.keys.Hash).Field(m.c.field(o)).Build()).AsInt64()
+	n, err := m.c.rc.Do(ctx, m.c.rc.B().Hget().Key(m.keys.Value().Hash).Field(m.c.field(o)).Build()).AsInt64()
 	if rueidis.IsRedisNil(err) {
 		return 0, nil
 	}
@@ -50,7 +50,7 @@ func (m *Mutex) RemainingLease(ctx context.Context) (time.Duration, error) {
 	if err := m.check(ctx); err != nil {
 		return 0, m.wrap(err)
 	}
-	ms, err := m.c.rc.Do(ctx, m.c.rc.B().Pttl().Key(m.keys.Hash).Build()).AsInt64()
+	ms, err := m.c.rc.Do(ctx, m.c.rc.B().Pttl().Key(m.keys.Value().Hash).Build()).AsInt64()
 	if err != nil {
 		return 0, m.wrap(fmt.Errorf("rlock: pttl: %w", err))
 	}
@@ -66,7 +66,7 @@ func (m *Mutex) FencingToken(ctx context.Context) (int64, bool) {
 	if m.check(ctx) != nil {
 		return 0, false
 	}
-	h, ok := ctx.Value(holdKey{m.c, m.keys.Hash}).(*hold)
+	h, ok := ctx.Value(holdKey{m.c, m.keys.Value().Hash}).(*hold)
 	if !ok || !h.active() {
 		return 0, false
 	}

@@ -138,7 +138,7 @@ func (mh *multiHold) retakeOnce(i int) bool {
 		return nil
 	})
 	if err != nil || !g.acquired {
-		m.c.cfg.logger.Debug("rlock: multilock could not take a lost part again yet", "key", m.keys.Hash, "err", err)
+		m.c.cfg.logger.Debug("rlock: multilock could not take a lost part again yet", "key", m.keys.Value().Hash, "err", err)
 		return errors.Is(err, ErrClosed)
 	}
 	mh.setPart(i, part)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"time"
+	"unique"
 
 	"github.com/rlock/rlock/internal/keys"
 )
@@ -24,8 +25,8 @@ import (
 type Mutex struct {
 	c    *Client
 	name string
-	keys keys.Keys
-	err  error // set when the handle is unusable
+	keys unique.Handle[keys.Keys] // interned: handles of one lock share one copy
+	err  error                    // set when the handle is unusable
 }
 
 // Name returns the lock's name.

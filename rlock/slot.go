@@ -10,7 +10,7 @@ type holdID struct {
 
 // holdID names owner o's hold on m.
 func (m *Mutex) holdID(o *owner) holdID {
-	return holdID{key: m.keys.Hash, field: m.c.field(o)}
+	return holdID{key: m.keys.Value().Hash, field: m.c.field(o)}
 }
 
 // slot is one owner's standing on one lock in this Client: the hold count

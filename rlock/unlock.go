@@ -69,7 +69,7 @@ func (m *Mutex) giveBack(ctx context.Context, s *slot, target int, what string) 
 	defer cancel()
 	_, err := m.leave(rctx, s, target)
 	if err != nil {
-		m.c.cfg.logger.Warn("rlock: could not give back "+what+"; its lease will free it", "key", m.keys.Hash, "err", err)
+		m.c.cfg.logger.Warn("rlock: could not give back "+what+"; its lease will free it", "key", m.keys.Value().Hash, "err", err)
 	}
 	return err
 }
@@ -79,7 +79,7 @@ func (m *Mutex) giveBack(ctx context.Context, s *slot, target int, what string) 
 // and the end of the hold when no level is left (a loss when Redis says the
 // owner held none).
 func (m *Mutex) leave(ctx context.Context, s *slot, target int) (released, error) {
-	keys := []string{m.keys.Hash, m.keys.Channel, m.keys.Fence}
+	keys := []string{m.keys.Value().Hash, m.keys.Value().Channel, m.keys.Value().Fence}
 	args := []string{s.id.field, "", strconv.Itoa(max(target, 0)), m.c.publish, "", m.c.fenceMs}
 	reply, _, err := exchange(ctx, m.c, s, func(ctx context.Context, seq, superseded string) ([]int64, error) {
 		args[1], args[4] = seq, superseded
@@ -92,9 +92,10 @@ func (m *Mutex) leave(ctx context.Context, s *slot, target int) (released, error
 	if err != nil {
 		return 0, err
 	}
-	if result == notHeld && target == 0 && args[4] != "0" {
-		// The answering call superseded one whose reply was lost: that
-		// one may have freed the lock. Either way the owner holds none.
+	if result == notHeld && target == 0 && args[4] != "0" && s.activeHold() != nil {
+		// The answering call superseded one whose reply was lost, which
+		// may have freed the lock: with the hold live until now, it did.
+		// (A hold already known lost was gone before: ErrNotHeld.)
 		result = freed
 	}
 	s.count = left
@@ -131,12 +132,12 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := m.check(ctx); err != nil {
 		return false, m.wrap(err)
 	}
-	keys := []string{m.keys.Hash, m.keys.Channel}
+	keys := []string{m.keys.Value().Hash, m.keys.Value().Channel}
 	reply, err := lua.ForceRelease.Exec(ctx, m.c.rc, keys, []string{m.c.publish}).AsInt64()
 	if err != nil {
 		return false, m.wrap(fmt.Errorf("rlock: force release: %w", err))
 	}
-	for _, h := range m.c.holdsOn(m.keys.Hash) {
+	for _, h := range m.c.holdsOn(m.keys.Value().Hash) {
 		h.finish(fmt.Errorf("%w: force-unlocked", ErrLockLost))
 	}
 	return reply == 1, nil

@@ -15,7 +15,7 @@ import (
 // be missed; between attempts it sleeps until a wake-up or until the
 // holder's lease would run out (a lock that expires publishes nothing), never
 // polling while the holder is alive.
-func (m *Mutex) wait(ctx context.Context, id holdID, wait, lease time.Duration) (context.Context, grant, error) {
+func (m *Mutex) wait(ctx context.Context, o *owner, wait, lease time.Duration) (context.Context, grant, error) {
 	deadline := waitDeadline(wait)
 	sctx := ctx
 	if !deadline.IsZero() {
@@ -23,11 +23,11 @@ func (m *Mutex) wait(ctx context.Context, id holdID, wait, lease time.Duration) 
 		sctx, cancel = context.WithDeadline(ctx, deadline)
 		defer cancel()
 	}
-	w, err := m.c.subs.Subscribe(sctx, m.keys.Channel)
+	w, err := m.c.subs.Subscribe(sctx, m.keys.Value().Channel)
 	if err != nil {
 		return ctx, grant{}, m.subscribeFailed(ctx, err)
 	}
-	lctx, g, err := m.retry(ctx, w, id, deadline, lease)
+	lctx, g, err := m.retry(ctx, w, o, deadline, lease)
 	// A wake-up this waiter was handed but did not turn into the lock goes
 	// on to the next waiter.
 	w.Done(g.acquired)
@@ -35,10 +35,12 @@ func (m *Mutex) wait(ctx context.Context, id holdID, wait, lease time.Duration) 
 }
 
 // retry is wait's loop: attempt, then sleep until w wakes, the holder's
-// lease would run out, or deadline (zero: none) passes.
-func (m *Mutex) retry(ctx context.Context, w *pubsub.Waiter, id holdID, deadline time.Time, lease time.Duration) (context.Context, grant, error) {
+// lease would run out, or deadline (zero: none) passes. The hold id is made
+// per attempt, not kept while the waiter sleeps: a thousand sleeping
+// waiters are a thousand ids less.
+func (m *Mutex) retry(ctx context.Context, w *pubsub.Waiter, o *owner, deadline time.Time, lease time.Duration) (context.Context, grant, error) {
 	for {
-		lctx, g, err := m.attempt(ctx, id, lease, true)
+		lctx, g, err := m.attempt(ctx, m.holdID(o), lease, true)
 		if err != nil || g.acquired {
 			return lctx, g, err
 		}
