@@ -45,6 +45,9 @@ func processCPU(b *testing.B) time.Duration {
 // program holds, not what it has yet to free) and the goroutine stacks in
 // use, which the heap does not count.
 func liveMemory() (heap, stacks uint64) {
+	// Two cycles: what the first frees may let go of more (weak pointers,
+	// cleanups) in the second.
+	runtime.GC()
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
