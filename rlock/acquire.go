@@ -26,8 +26,8 @@ func (m *Mutex) acquire(ctx context.Context, wait, lease time.Duration) (context
 	if err := m.check(ctx); err != nil {
 		return ctx, false, m.wrap(err)
 	}
-	if err := ctx.Err(); err != nil {
-		return ctx, false, m.wrap(fmt.Errorf("rlock: acquire: %w", err))
+	if ctx.Err() != nil {
+		return ctx, false, m.wrap(fmt.Errorf("rlock: acquire: %w", doneErr(ctx)))
 	}
 	octx, o := withOwner(ctx)
 	id := m.holdID(o)
@@ -88,7 +88,7 @@ func (m *Mutex) tryOnce(ctx context.Context, id holdID, lease time.Duration, wai
 	if err != nil {
 		m.settle(ctx, s)
 		if ctx.Err() != nil {
-			err = ctx.Err()
+			err = doneErr(ctx)
 		}
 		return grant{}, fmt.Errorf("rlock: acquire: %w", err)
 	}

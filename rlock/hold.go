@@ -2,6 +2,7 @@ package rlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -73,6 +74,9 @@ func (h *hold) record(sent time.Time, lease time.Duration, watch bool) error {
 	if watch && h.watched == nil {
 		w := &watchdog.Hold{Key: h.id.key, Field: h.id.field, Renewed: h.renewed, Lost: h.lost}
 		if err := h.c.dog.Add(w); err != nil {
+			if errors.Is(err, watchdog.ErrClosed) {
+				return ErrClosed // Close has begun: the caller matches rlock's
+			}
 			return fmt.Errorf("rlock: watchdog: %w", err)
 		}
 		h.watched = w

@@ -477,3 +477,125 @@ func TestHostileReentryRacesFinalUnlock(t *testing.T) {
 	}
 	t.Logf("%d re-entries succeeded, %d were refused", reentered.Load(), refused.Load())
 }
+
+// TestHostileCloseWhileEverythingRuns closes a Client while 40 of its
+// goroutines take, re-enter, release and wait for four locks against a
+// rival Client: Close returns promptly, every call ends with its own result
+// or ErrClosed (never a panic, a hang or another error), every lock
+// context of the closed Client is done, and the rival takes every lock
+// within a lease, since nothing renews the closed Client's holds.
+func TestHostileCloseWhileEverythingRuns(t *testing.T) {
+	const lease = time.Second
+	c, err := rlock.New(redistest.Shared(t).Client(t), rlock.WithLeaseTime(lease))
+	require.NoError(t, err)
+	rival := sharedClient(t, rlock.WithLeaseTime(lease))
+	names := make([]string, 4)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s:%d", redistest.LockName(t), i)
+	}
+
+	// allowed reports whether err may end a call while Close runs.
+	allowed := func(err error) bool {
+		return err == nil || errors.Is(err, rlock.ErrClosed) || errors.Is(err, rlock.ErrNotHeld)
+	}
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		bad      []error
+		contexts []context.Context
+	)
+	record := func(err error) bool {
+		if !allowed(err) {
+			mu.Lock()
+			bad = append(bad, err)
+			mu.Unlock()
+		}
+		return errors.Is(err, rlock.ErrClosed)
+	}
+	for i := range 40 {
+		wg.Go(func() {
+			m := c.Mutex(names[i%len(names)])
+			for {
+				var fixed time.Duration
+				if i%3 == 0 {
+					fixed = lease
+				}
+				lctx, ok, err := m.TryLock(t.Context(), time.Duration(rand.IntN(30))*time.Millisecond, fixed)
+				if record(err) {
+					return
+				}
+				if !ok {
+					continue
+				}
+				mu.Lock()
+				contexts = append(contexts, lctx)
+				mu.Unlock()
+				inner, err := m.Lock(lctx) // re-enters
+				if record(err) {
+					return
+				}
+				time.Sleep(time.Duration(rand.IntN(3)) * time.Millisecond)
+				if record(m.Unlock(inner)) || record(m.Unlock(lctx)) {
+					return
+				}
+			}
+		})
+		if i%8 == 0 {
+			wg.Go(func() { // the rival contends too, and stops with the test
+				m := rival.Mutex(names[i%len(names)])
+				for t.Context().Err() == nil {
+					lctx, ok, err := m.TryLock(t.Context(), 10*time.Millisecond, 0)
+					if err != nil || !ok {
+						continue
+					}
+					assert.NoError(t, m.Unlock(lctx), "the rival's Unlock")
+					if closedNow(c) {
+						return
+					}
+				}
+			})
+		}
+	}
+
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	require.NoError(t, c.Close())
+	assert.Less(t, time.Since(start), 2*time.Second, "Close returns promptly")
+	waitGroup(t, &wg, 10*time.Second, "every call returns after Close")
+
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Empty(t, bad, "calls ended only with their own result or ErrClosed")
+	assert.NotEmpty(t, contexts, "the Client took locks before it closed")
+	for _, lctx := range contexts {
+		assert.Error(t, lctx.Err(), "every lock context of the closed Client is done")
+	}
+	for _, name := range names {
+		lctx, ok, err := rival.Mutex(name).TryLock(t.Context(), 2*lease+time.Second, 0)
+		require.NoError(t, err)
+		require.True(t, ok, "the rival takes %s once the closed Client's lease ran out", name)
+		require.NoError(t, rival.Mutex(name).Unlock(lctx))
+	}
+}
+
+// closedNow reports whether Client c is closed: its calls fail with
+// ErrClosed.
+func closedNow(c *rlock.Client) bool {
+	_, err := c.Mutex("probe").IsLocked(context.Background())
+	return errors.Is(err, rlock.ErrClosed)
+}
+
+// waitGroup waits for wg, failing t if that takes longer than limit.
+func waitGroup(t *testing.T, wg *sync.WaitGroup, limit time.Duration, what string) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(limit):
+		t.Fatalf("%s: still waiting after %v", what, limit)
+	}
+}

@@ -119,7 +119,7 @@ func (ml *MultiLock) acquire(ctx context.Context, wait, lease time.Duration) (co
 		select {
 		case <-timer.C:
 		case <-ctx.Done():
-			return ctx, false, fmt.Errorf("rlock: multilock wait: %w", ctx.Err())
+			return ctx, false, fmt.Errorf("rlock: multilock wait: %w", doneErr(ctx))
 		}
 	}
 }
@@ -188,7 +188,7 @@ func (ml *MultiLock) tryQuorum(ctx context.Context, o *owner, lease time.Duratio
 	case won:
 		return holds, nil
 	case ctx.Err() != nil:
-		return nil, fmt.Errorf("rlock: multilock: %w", ctx.Err())
+		return nil, fmt.Errorf("rlock: multilock: %w", doneErr(ctx))
 	}
 	return nil, nil
 }

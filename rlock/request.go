@@ -104,6 +104,18 @@ func inTransit(err error) bool {
 	return !replied
 }
 
+// doneErr is why the done ctx ended: ctx.Err(), which errors.Is matches to
+// context.Canceled or context.DeadlineExceeded, joined with its cause when
+// that says more (a lock context ended by a loss or by Close matches
+// ErrLockLost, and ErrClosed).
+func doneErr(ctx context.Context) error {
+	err, cause := ctx.Err(), context.Cause(ctx)
+	if cause == nil || cause == err {
+		return err
+	}
+	return fmt.Errorf("%w (%w)", err, cause)
+}
+
 // detached returns a context for clean-up that must run even when ctx is
 // done (settling a request, an Unlock after cancellation): ctx's values
 // without its cancellation, bounded by the retry timeout.

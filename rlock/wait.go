@@ -55,7 +55,7 @@ func (m *Mutex) retry(ctx context.Context, w *pubsub.Waiter, o *owner, deadline 
 		select {
 		case <-w.Wake():
 		case <-ctx.Done():
-			return ctx, grant{}, fmt.Errorf("rlock: wait: %w", ctx.Err())
+			return ctx, grant{}, fmt.Errorf("rlock: wait: %w", doneErr(ctx))
 		}
 	}
 }
@@ -79,7 +79,7 @@ func nextCheck(pttl, lease time.Duration) time.Duration {
 func (m *Mutex) subscribeFailed(ctx context.Context, err error) error {
 	switch {
 	case ctx.Err() != nil:
-		return fmt.Errorf("rlock: wait: %w", ctx.Err())
+		return fmt.Errorf("rlock: wait: %w", doneErr(ctx))
 	case errors.Is(err, pubsub.ErrClosed):
 		return ErrClosed
 	case errors.Is(err, context.DeadlineExceeded):
