@@ -28,20 +28,23 @@ const hotLockers = 16
 // the two figures are read together.
 func benchHotLock(b *testing.B, node *redistest.Node) {
 	for _, p := range peers {
-		b.Run(p.name, func(b *testing.B) {
-			l, name := p.open(b, node.Addr(), 0), benchName(b)
-			b.ResetTimer()
-			taken, err := contend(benchContext(b), l, name, hotLockers, b.N)
-			b.StopTimer()
-			require.NoError(b, err, "%d acquisitions", b.N)
-			total := 0
-			for _, n := range taken {
-				total += n
-			}
-			b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "acquisitions/s")
-			b.ReportMetric(fairness(taken), "min/max")
-		})
+		b.Run(p.name, func(b *testing.B) { benchmarkHotLock(b, node, p) })
 	}
+}
+
+// benchmarkHotLock is HotLock for the lockers of one peer.
+func benchmarkHotLock(b *testing.B, node *redistest.Node, p peer) {
+	l, name := p.open(b, node.Addr(), 0), benchName(b)
+	b.ResetTimer()
+	taken, err := contend(benchContext(b), l, name, hotLockers, b.N)
+	b.StopTimer()
+	require.NoError(b, err, "%d acquisitions", b.N)
+	total := 0
+	for _, n := range taken {
+		total += n
+	}
+	b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "acquisitions/s")
+	b.ReportMetric(fairness(taken), "min/max")
 }
 
 // errEnough ends a contention once it has made its acquisitions.

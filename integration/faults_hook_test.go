@@ -51,7 +51,13 @@ const (
 // hash, or returns "" for any other command (renewals, ForceUnlock,
 // inspection, other locks).
 func scriptOn(cmd []string, hash string) string {
-	if len(cmd) < 6 || (cmd[0] != "EVALSHA" && cmd[0] != "EVAL") || cmd[2] != "3" || cmd[3] != hash {
+	return scriptOfKeys(cmd, hash, "3")
+}
+
+// scriptOfKeys is scriptOn for scripts that take numkeys keys: a kind's
+// scripts take acquire.lua's and release.lua's first and may take more.
+func scriptOfKeys(cmd []string, hash, numkeys string) string {
+	if len(cmd) < 6 || (cmd[0] != "EVALSHA" && cmd[0] != "EVAL") || cmd[2] != numkeys || cmd[3] != hash {
 		return ""
 	}
 	switch cmd[4] {

@@ -25,6 +25,9 @@ type replyLoss struct {
 	release atomic.Int32 // release calls still to run and then lose the reply of
 	down    atomic.Bool  // other acquire and release calls fail unsent
 	lost    atomic.Int32 // replies lost after their script ran
+	// scripts names the script a command runs on the lock; nil means
+	// scriptOn, which knows Mutex's.
+	scripts func(cmd []string, hash string) string
 }
 
 // client returns a client on rc whose script calls on the lock go through
@@ -32,7 +35,11 @@ type replyLoss struct {
 func (l *replyLoss) client(rc rueidis.Client) *hookClient {
 	return &hookClient{Client: rc, hook: func(_ context.Context, cmd []string, run func() rueidis.RedisResult) rueidis.RedisResult {
 		var pending *atomic.Int32
-		switch scriptOn(cmd, l.hash) {
+		on := scriptOn
+		if l.scripts != nil {
+			on = l.scripts
+		}
+		switch on(cmd, l.hash) {
 		case acquireScript:
 			pending = &l.acquire
 		case releaseScript:

@@ -21,6 +21,7 @@ type holdWindow struct {
 	lost         bool    // the holder saw its lock context end with ErrLockLost
 	released     bool    // its final release was made
 	freed        bool    // ... and succeeded
+	killed       bool    // its process was killed while it held
 	acts         []int64 // start times of what the holder did in the hold's name after acquiring
 }
 
@@ -48,6 +49,19 @@ type verdict struct {
 	violations []string
 }
 
+// add adds the verdict on another lock of the same run.
+func (v *verdict) add(o verdict) {
+	v.ops += o.ops
+	v.holds += o.holds
+	v.sections += o.sections
+	v.lost += o.lost
+	v.staleRejected += o.staleRejected
+	if v.margin < 0 || (o.margin >= 0 && o.margin < v.margin) {
+		v.margin = o.margin
+	}
+	v.violations = append(v.violations, o.violations...)
+}
+
 func (v *verdict) violate(format string, args ...any) {
 	v.violations = append(v.violations, fmt.Sprintf(format, args...))
 }
@@ -58,8 +72,9 @@ type storeState struct {
 	counter int64
 }
 
-// checkHistory runs every check over a merged history.
-func checkHistory(ops []Op, store storeState) verdict {
+// checkHistory runs every check over a merged history, giving porcupine
+// linearizeWithin.
+func checkHistory(ops []Op, store storeState, linearizeWithin time.Duration) verdict {
 	v := verdict{ops: len(ops), margin: -1}
 	for _, op := range ops {
 		if op.Kind == opAnomaly {
@@ -77,7 +92,7 @@ func checkHistory(ops []Op, store storeState) verdict {
 	checkTokens(holds, &v)
 	checkFencedWrites(ops, holds, store.log, &v)
 	checkCounter(ops, store.counter, &v)
-	checkLinearizable(ops, &v)
+	checkLinearizable(ops, linearizeWithin, &v)
 	return v
 }
 
@@ -100,9 +115,14 @@ func buildHolds(ops []Op, v *verdict) []*holdWindow {
 		}
 	}
 	var freezes []Op
+	kills := map[string]int64{} // when each killed process died
 	for _, op := range ops {
-		if op.Kind == opFreeze {
+		switch op.Kind {
+		case opFreeze:
 			freezes = append(freezes, op)
+			continue
+		case opKill:
+			kills[op.Proc] = op.End
 			continue
 		}
 		h := holds[holdKey{op.Owner, op.Token}]
@@ -132,7 +152,10 @@ func buildHolds(ops []Op, v *verdict) []*holdWindow {
 	}
 	out := make([]*holdWindow, 0, len(holds))
 	for _, h := range holds {
-		if !h.lost && !h.released {
+		if at, killed := kills[h.proc]; killed && h.end > at {
+			h.end, h.killed = at, true // a dead process holds nothing in its own eyes
+		}
+		if !h.lost && !h.released && !h.killed {
 			v.violate("hold never ended: %s has no final release and no loss", h)
 		}
 		for _, f := range freezes {

@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -95,6 +96,13 @@ func step(s lockState, in modelInput, out string) []lockState {
 		case out == outUnknown:
 			return []lockState{s}
 		}
+	case opKill:
+		// A killed process's hold is never released: Redis expires it.
+		if !s.held() || !strings.HasPrefix(s.holder, in.owner+".") {
+			return []lockState{s}
+		}
+		s.orphan = true
+		return []lockState{s}
 	case opLost:
 		if !mine {
 			return []lockState{s}
@@ -131,34 +139,37 @@ func leave(s lockState) lockState {
 	return s
 }
 
-// linearizeTimeout bounds porcupine's search; histories of a brief run take
-// well under a second.
+// linearizeTimeout bounds porcupine's search unless a scenario bounds it
+// otherwise; histories of a brief run take well under a second.
 const linearizeTimeout = 2 * time.Minute
 
 // checkLinearizable is check 5: porcupine finds an order of the lock and
 // counter operations, each placed within its real-time interval, that the
 // reentrant-mutex model accepts.
-func checkLinearizable(ops []Op, v *verdict) {
-	switch porcupine.CheckOperationsTimeout(lockModel, modelHistory(ops), linearizeTimeout) {
+func checkLinearizable(ops []Op, within time.Duration, v *verdict) {
+	switch porcupine.CheckOperationsTimeout(lockModel, modelHistory(ops), within) {
 	case porcupine.Illegal:
 		v.violate("porcupine: the history is not linearizable against the reentrant-mutex model")
 	case porcupine.Unknown:
-		v.violate("porcupine: no verdict within %v", linearizeTimeout)
+		v.violate("porcupine timeout: no verdict within %v", within)
 	}
 }
 
 // modelHistory turns a history into porcupine operations. Fenced writes are
-// checked on their own (checkFencedWrites); skipped operations did nothing.
+// checked on their own (checkFencedWrites); skipped and refused operations
+// did nothing.
 func modelHistory(ops []Op) []porcupine.Operation {
 	var out []porcupine.Operation
 	for _, op := range ops {
 		switch op.Kind {
 		case opAcquire, opRelease, opLost, opSection, opRead:
+		case opKill:
+			op.Owner = op.Proc // every owner of the process is named "<proc>.…"
 		default:
 			continue
 		}
-		if op.Outcome == outSkipped {
-			continue
+		if op.Outcome == outSkipped || op.Outcome == outRefused {
+			continue // no effect on the lock
 		}
 		ret := op.End
 		if op.Outcome == outUnknown {

@@ -66,7 +66,7 @@ func (s *synth) hold(owner string, token, from, to, read int64) {
 }
 
 func (s *synth) check() verdict {
-	return checkHistory(s.ops, storeState{log: s.log, counter: s.counter})
+	return checkHistory(s.ops, storeState{log: s.log, counter: s.counter}, linearizeTimeout)
 }
 
 // TestHistoryChecks feeds the checks histories with planted bugs, and

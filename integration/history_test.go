@@ -20,6 +20,7 @@ type Op struct {
 	Kind    string `json:"kind"`
 	Proc    string `json:"proc"`             // the process: "p" for the test, "c0", "c1", ... for children
 	Worker  string `json:"worker,omitempty"` // the worker within Proc
+	Lock    string `json:"lock,omitempty"`   // the lock a worker's op is about; none for a fault, which hits every lock
 	Owner   string `json:"owner,omitempty"`  // the lock owner: one per worker iteration
 	Token   int64  `json:"token,omitempty"`  // fencing token of the hold the op belongs to
 	Start   int64  `json:"start"`
@@ -41,6 +42,7 @@ const (
 	opSection = "section" // the counter's GET then SET, done under the lock
 	opRead    = "read"    // a counter GET whose SET was skipped because the hold was lost
 	opFreeze  = "freeze"  // harness: process Proc was stopped (SIGSTOP) from Start to End
+	opKill    = "kill"    // harness: process Proc was killed (SIGKILL); by End it was dead
 	opFault   = "fault"   // harness: any other injected fault, described by Detail
 	opAnomaly = "anomaly" // a worker saw rlock break its contract, described by Detail
 )
@@ -52,6 +54,7 @@ const (
 	outFailed  = "failed"
 	outUnknown = "unknown" // an error left the outcome open
 	outSkipped = "skipped" // not attempted: the hold was known to be lost
+	outRefused = "refused" // acquire: taken and given back at once, unreplicated (rlock.ErrNotReplicated)
 )
 
 // monoNow reads CLOCK_MONOTONIC. Go's own monotonic reading is relative to
@@ -65,11 +68,12 @@ func monoNow() int64 {
 }
 
 // recorder appends ops to a history file as JSON lines. It is safe for
-// concurrent use; the first write error is kept and returned by Close.
+// concurrent use; the first write error is kept and returned by Close. Each
+// op is written to the file at once, in one write: a process killed with
+// SIGKILL leaves a history that ends with its last whole op.
 type recorder struct {
 	mu  sync.Mutex
 	f   *os.File
-	w   *bufio.Writer
 	enc *json.Encoder
 	err error
 }
@@ -79,8 +83,7 @@ func createRecorder(path string) (*recorder, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := bufio.NewWriter(f)
-	return &recorder{f: f, w: w, enc: json.NewEncoder(w)}, nil
+	return &recorder{f: f, enc: json.NewEncoder(f)}, nil
 }
 
 func (r *recorder) add(op Op) {
@@ -91,11 +94,11 @@ func (r *recorder) add(op Op) {
 	}
 }
 
-// Close flushes the history and closes its file.
+// Close closes the history's file.
 func (r *recorder) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return errors.Join(r.err, r.w.Flush(), r.f.Close())
+	return errors.Join(r.err, r.f.Close())
 }
 
 // readHistory merges the histories in paths.

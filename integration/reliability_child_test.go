@@ -42,6 +42,9 @@ func TestReliabilityWorker(t *testing.T) {
 		defer side.Close()
 		ctl = side
 	}
+	if cfg.Starve > 0 {
+		defer starveOnSignal(cfg.Starve)()
+	}
 	runErr := runProcess(t.Context(), cfg, rec, ctl)
 	require.NoError(t, errors.Join(runErr, rec.Close()))
 }
@@ -54,6 +57,7 @@ type child struct {
 	exited chan struct{}
 	err    error       // from Wait
 	link   *victimLink // the victim protocol, for the victim
+	killed bool        // by the harness, on purpose: its exit is no failure
 }
 
 // startChild runs the test binary again as a worker process with cfg. The
@@ -62,8 +66,14 @@ func startChild(t *testing.T, cfg procConfig) *child {
 	t.Helper()
 	raw, err := json.Marshal(cfg)
 	require.NoError(t, err)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestReliabilityWorker$", "-test.count=1",
-		"-test.timeout="+(cfg.Run+2*time.Minute).String())
+	args := []string{os.Args[0], "-test.run=^TestReliabilityWorker$", "-test.count=1",
+		"-test.timeout=" + (cfg.Run + 2*time.Minute).String()}
+	if cfg.Netns != "" {
+		// ip execs the test binary in the namespace: the child's pid is
+		// the binary's own, for the faults that signal it.
+		args = append([]string{"ip", "netns", "exec", cfg.Netns}, args...)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = append(os.Environ(), workerEnv+"="+string(raw))
 	c := &child{cfg: cfg, cmd: cmd, exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = &c.output, &c.output
@@ -114,7 +124,7 @@ func (c *child) wait(t *testing.T, timeout time.Duration) {
 		_ = c.cmd.Process.Kill()
 		<-c.exited
 	}
-	if c.err != nil {
+	if c.err != nil && !c.killed {
 		t.Errorf("worker process %s: %v\n%s", c.cfg.Proc, c.err, c.output.String())
 	}
 }

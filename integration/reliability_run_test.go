@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -38,16 +40,59 @@ const (
 type scenario struct {
 	name  string
 	proxy bool // half the Clients reach the lock node through the harness proxy
+	// deploy starts the lock's Redis and says how each process reaches
+	// it; nil means deploySingle.
+	deploy func(t *testing.T, sc scenario, r *run) deployment
 	// victim says which process's first worker holds the lock when the
 	// fault hits (see the victim protocol): victimLocal or victimChild.
 	victim string
+	// fixedVictim makes the victim's hold a fixed lease, not the watchdog's.
+	fixedVictim bool
+	// starve, if not 0, runs child process c0 on one P and makes it
+	// starvable: n spinning goroutines (starveOnSignal).
+	starve int
+	// mayKeep says the fault may leave the victim its lock, so that no
+	// newer holder need write before the victim is told to go on.
+	mayKeep bool
+	// repeat is how many faults a brief run injects; 0 means one.
+	repeat int
 	// lease is the lease of every Client; 0 means defaultLease. Every
-	// fault lasts twice as long.
-	lease time.Duration
+	// fault lasts twice as long, unless faultFor says otherwise.
+	lease    time.Duration
+	faultFor time.Duration
+	// replicaAck, if not 0, gives every Client
+	// rlock.WithReplicaAck(replicaAck, lease/2).
+	replicaAck int
 	// fault injects the fault once and returns its record; nil for the
 	// fault-free baseline.
 	fault func(r *run, ctx context.Context) (Op, error)
+	// fair makes the workers take a FairMutex, and the history must be
+	// first come, first served too.
+	fair bool
+	// rw makes the workers take an RWMutex, a writer and readers on each
+	// Client, checked against the reader-writer model.
+	rw bool
+	// tolerate lists kinds of violation (the part of the message before
+	// its colon) that the fault causes by design and that rlock cannot
+	// prevent: they are counted and logged, not failed. Fencing violations
+	// are never tolerated.
+	tolerate []string
+	// linearizeWithin bounds porcupine's search; 0 means linearizeTimeout.
+	// A history with many acquires of unknown outcome, sent to a dying
+	// master, can take porcupine far longer than a test may.
+	linearizeWithin time.Duration
+	// after, if set, makes the scenario's own checks of the merged history.
+	after func(r *run, t *testing.T, ops []Op)
 }
+
+// overlapCosts are the kinds of violation that follow from two owners
+// holding the lock at once, when a fault that no client can prevent causes
+// it by design (a stepped Redis clock, a starved client process): the
+// overlaps, porcupine's verdict on them, the unfenced counter's lost
+// updates, and the fenced store refusing the older holder's write while it
+// still believed it held the lock. A stale write that the store accepted
+// is never among them.
+var overlapCosts = []string{"overlap", "porcupine", "lost update", "counter", "write rejected in its hold's window"}
 
 // Where a scenario's victim runs.
 const (
@@ -57,13 +102,22 @@ const (
 
 // run is a scenario's system while it runs.
 type run struct {
-	lock   *redistest.Node
-	proxy  *redistest.Proxy
-	store  fencedStore
-	rec    *recorder // the test process's history, faults included
-	victim victimHandle
-	child  *child        // the victim's process, when it is a child
-	fault  time.Duration // how long each fault lasts: longer than the lease
+	lock     *redistest.Node // the lock's node, in a single-node deployment
+	proxy    *redistest.Proxy
+	cluster  *redistest.Cluster
+	sentinel *redistest.Sentinel
+	netns    *redistest.Netns
+	clock    *redistest.FakeClock // the lock node's clock, when it is fake
+	store    fencedStore
+	rec      *recorder // the test process's history, faults included
+	victim   victimHandle
+	child    *child        // the victim's process, when it is a child
+	children []*child      // every child process started, in order
+	locks    []string      // the locks the workers contend for; the victim's first
+	lease    time.Duration // of every Client
+	fault    time.Duration // how long each fault lasts: longer than the lease
+	t        *testing.T
+	deadline time.Time // when workers start their last iteration
 }
 
 // runScenario runs sc, checks the merged history and logs a summary.
@@ -72,36 +126,43 @@ func runScenario(t *testing.T, sc scenario) {
 		t.Skip("reliability runs stop, kill and restart Redis: they need redis-server on PATH")
 	}
 	lease := cmp.Or(sc.lease, defaultLease)
-	r := &run{fault: 2 * lease}
-	length, soak := runLength(t, r.fault)
-	lockNode := redistest.New(t, redistest.Config{Backend: redistest.Process})
-	storeNode := redistest.New(t, redistest.Config{Backend: redistest.Process})
-	r.lock, r.store = lockNode, fencedStore{storeNode.Client(t)}
-	near, far := lockNode.Addr(), lockNode.Addr()
-	if sc.proxy {
-		r.proxy = lockNode.Proxy(t)
-		far = r.proxy.Addr()
+	r := &run{lease: lease, fault: cmp.Or(sc.faultFor, 2*lease), t: t}
+	length, soak := runLength(t, r.fault, max(sc.repeat, 1))
+	deploy := sc.deploy
+	if deploy == nil {
+		deploy = deploySingle
 	}
+	d := deploy(t, sc, r)
+	var storeArgs []string
+	if d.storeHost != "" {
+		storeArgs = []string{"--bind", "127.0.0.1", d.storeHost}
+	}
+	storeNode := redistest.New(t, redistest.Config{Backend: redistest.Process, Args: storeArgs})
+	r.locks = d.locks
+	if r.locks == nil {
+		r.locks = []string{redistest.LockName(t)}
+	}
+	r.store = fencedStore{storeNode.Client(t), r.locks[0]} // the victim's lock
 
 	dir := t.ArtifactDir() // go test -artifacts keeps the histories
 	iterations := maxIterations
 	if soak {
 		iterations = 1 << 30
 	}
-	base := procConfig{Store: storeNode.Addr(), Lock: redistest.LockName(t), Workers: 2, MaxIterations: iterations,
-		Run: length, Lease: lease, Retry: reliabilityRetry, Wait: reliabilityWait}
+	base := procConfig{Store: storeNode.Addr(), Locks: r.locks, Workers: max(2, len(r.locks)), MaxIterations: iterations,
+		Run: length, Lease: lease, Retry: reliabilityRetry, Wait: reliabilityWait, Mode: d.mode, ReplicaAck: sc.replicaAck, Fair: sc.fair, RW: sc.rw}
 	procs := []procConfig{
-		with(base, "p", dir, sc.victim == victimLocal, far, near),
-		with(base, "c0", dir, sc.victim == victimChild, far),
-		with(base, "c1", dir, false, near),
+		with(base, "p", dir, sc, victimLocal, d.far, d.near),
+		with(base, "c0", dir, sc, victimChild, d.far),
+		with(base, "c1", dir, sc, "", d.near),
 	}
-	var children []*child
+	r.deadline = time.Now().Add(length)
 	for _, cfg := range procs[1:] {
-		c := startChild(t, cfg)
-		children = append(children, c)
-		if cfg.Victim {
-			r.victim, r.child = c.link, c
+		if ns := d.netns[cfg.Proc]; ns != "" {
+			_, port, _ := net.SplitHostPort(cfg.Store)
+			cfg.Netns, cfg.Store = ns, net.JoinHostPort(d.storeHost, port)
 		}
+		r.startChild(t, cfg)
 	}
 	var local holdControl
 	if procs[0].Victim {
@@ -121,33 +182,83 @@ func runScenario(t *testing.T, sc scenario) {
 	if r.child != nil {
 		r.child.link.close()
 	}
-	for _, c := range children {
+	outs := []string{procs[0].Out}
+	for _, c := range r.children {
 		c.wait(t, length+childGrace)
+		outs = append(outs, c.cfg.Out)
 	}
 	require.NoError(t, rec.Close())
 
-	var outs []string
-	for _, cfg := range procs {
-		outs = append(outs, cfg.Out)
-	}
 	ops, err := readHistory(outs...)
 	require.NoError(t, err)
-	state, err := r.store.state(t.Context())
-	require.NoError(t, err)
-	report(t, sc.name, ops, faults, checkHistory(ops, state))
+	var v verdict
+	for i, lock := range r.locks {
+		state, err := fencedStore{r.store.rc, lock}.state(t.Context())
+		require.NoError(t, err)
+		lops := opsOf(ops, lock)
+		var lv verdict
+		if sc.rw {
+			lv = checkRWHistory(lops, state).verdict
+		} else {
+			lv = checkHistory(lops, state, cmp.Or(sc.linearizeWithin, linearizeTimeout))
+		}
+		if sc.fair {
+			checkFIFO(lops, &lv)
+		}
+		if i == 0 {
+			v = lv
+		} else {
+			v.add(lv)
+		}
+	}
+	report(t, sc, ops, faults, v)
+	if sc.after != nil {
+		sc.after(r, t, ops)
+	}
 }
 
-// with is base for process proc, whose Clients connect to addrs.
-func with(base procConfig, proc, dir string, victim bool, addrs ...string) procConfig {
-	base.Proc, base.Clients, base.Victim = proc, addrs, victim
+// opsOf is the history of lock: its workers' ops, and every fault.
+func opsOf(ops []Op, lock string) []Op {
+	var out []Op
+	for _, op := range ops {
+		if op.Lock == lock || op.Lock == "" {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+// startChild starts a worker process with cfg and, if cfg says it is the
+// victim, makes it the run's victim.
+func (r *run) startChild(t *testing.T, cfg procConfig) {
+	c := startChild(t, cfg)
+	r.children = append(r.children, c)
+	if cfg.Victim {
+		r.victim, r.child = c.link, c
+	}
+}
+
+// with is base for process proc, whose Clients connect to addrs; it is
+// sc's victim if proc is where sc puts it.
+func with(base procConfig, proc, dir string, sc scenario, where string, addrs ...string) procConfig {
+	base.Proc, base.Clients = proc, addrs
 	base.Out = filepath.Join(dir, proc+".jsonl")
+	if where != "" && sc.victim == where {
+		base.Victim, base.FixedVictim = true, sc.fixedVictim
+	}
+	if proc == victimChild {
+		base.Starve = sc.starve
+	}
 	return base
 }
 
-// runLength is how long workers run: briefly, long enough for one fault of
-// length fault and the recovery after it, or as RLOCK_SOAK says.
-func runLength(t *testing.T, fault time.Duration) (length time.Duration, soak bool) {
-	brief := max(briefRun, firstFault+fault+recovery+time.Second)
+// runLength is how long workers run: briefly, long enough for faults
+// faults of length fault with the recovery after each, or as RLOCK_SOAK
+// says.
+func runLength(t *testing.T, fault time.Duration, faults int) (length time.Duration, soak bool) {
+	// A fault takes up to a second more than its length: the victim must
+	// hold first, and a newer holder write after it.
+	brief := max(briefRun, firstFault+time.Duration(faults)*(fault+recovery+time.Second))
 	raw := os.Getenv(soakEnv)
 	if raw == "" {
 		return brief, false
@@ -158,8 +269,9 @@ func runLength(t *testing.T, fault time.Duration) (length time.Duration, soak bo
 	return d, true
 }
 
-// inject runs the scenario's fault once, or under RLOCK_SOAK once per cycle
-// while the run has room for it, and returns how many it injected.
+// inject runs the scenario's fault once (sc.repeat times), or under
+// RLOCK_SOAK once per cycle while the run has room for it, and returns how
+// many it injected.
 func (r *run) inject(t *testing.T, sc scenario, length time.Duration, soak bool) int {
 	if sc.fault == nil {
 		return 0
@@ -177,10 +289,14 @@ func (r *run) inject(t *testing.T, sc scenario, length time.Duration, soak bool)
 		}
 		r.injectOnce(t, sc)
 		n++
-		if !soak || time.Now().Add(cycle).After(end) {
+		pause := recovery // a brief run's faults follow each other closely
+		if soak {
+			pause = cycle - r.fault
+		}
+		if (!soak && n >= max(sc.repeat, 1)) || time.Now().Add(pause+r.fault).After(end) {
 			return n
 		}
-		timer.Reset(cycle - r.fault)
+		timer.Reset(pause)
 	}
 }
 
@@ -207,7 +323,7 @@ func (r *run) injectOnce(t *testing.T, sc scenario) {
 	if r.victim == nil {
 		return
 	}
-	if err := r.awaitNewerWrite(t.Context(), token); err != nil {
+	if err := r.awaitNewerWrite(t.Context(), token); err != nil && !sc.mayKeep {
 		t.Errorf("no holder after the victim (token %d) wrote to the store: %v", token, err)
 	}
 	if err := r.victim.send(cmdGo); err != nil {
@@ -235,25 +351,34 @@ func (r *run) awaitNewerWrite(ctx context.Context, token int64) error {
 	}
 }
 
-// report fails t for each violation the checks found, checks that the lock
-// recovered after the last fault, and logs the scenario's summary line.
-func report(t *testing.T, name string, ops []Op, faults int, v verdict) {
+// report fails t for each violation the checks found, but for those sc
+// tolerates, which it counts; checks that the lock recovered after the last
+// fault; and logs the scenario's summary line.
+func report(t *testing.T, sc scenario, ops []Op, faults int, v verdict) {
 	t.Helper()
 	const shown = 20
-	kinds := map[string]int{}
-	for i, msg := range v.violations {
+	kinds, tolerated := map[string]int{}, map[string]int{}
+	failed := 0
+	for _, msg := range v.violations {
 		kind, _, _ := strings.Cut(msg, ":")
+		if slices.Contains(sc.tolerate, kind) {
+			tolerated[kind]++
+			if tolerated[kind] <= 3 {
+				t.Logf("tolerated: %s", msg)
+			}
+			continue
+		}
 		kinds[kind]++
-		if i < shown {
+		if failed++; failed <= shown {
 			t.Errorf("violation: %s", msg)
 		}
 	}
-	if len(v.violations) > shown {
-		t.Errorf("... %d violations in all, by kind: %v", len(v.violations), kinds)
+	if failed > shown {
+		t.Errorf("... %d violations in all, by kind: %v", failed, kinds)
 	}
 	var faultEnd int64
 	for _, op := range ops {
-		if op.Kind == opFault || op.Kind == opFreeze {
+		if op.Kind == opFault || op.Kind == opFreeze || op.Kind == opKill {
 			faultEnd = max(faultEnd, op.End)
 		}
 	}
@@ -270,6 +395,6 @@ func report(t *testing.T, name string, ops []Op, faults int, v verdict) {
 	if v.margin >= 0 {
 		margin = v.margin.Round(10 * time.Microsecond).String()
 	}
-	t.Logf("summary: scenario=%s ops=%d holds=%d sections=%d lost=%d stale_rejected=%d faults=%d loss_margin=%s violations=%d",
-		name, v.ops, v.holds, v.sections, v.lost, v.staleRejected, faults, margin, len(v.violations))
+	t.Logf("summary: scenario=%s ops=%d holds=%d sections=%d lost=%d stale_rejected=%d faults=%d loss_margin=%s violations=%d tolerated=%v",
+		sc.name, v.ops, v.holds, v.sections, v.lost, v.staleRejected, faults, margin, failed, tolerated)
 }

@@ -29,7 +29,8 @@ redis.call('rpush', KEYS[2], ARGV[1] .. ' ' .. ARGV[2])
 return 1
 `)
 
-// Keys of the store node, which serves one run only.
+// Keys of the store node, which serves one run only, for each lock (a
+// colon and the lock's name follow).
 const (
 	storeMaxKey  = "fenced:max"
 	storeLogKey  = "fenced:log"
@@ -37,8 +38,14 @@ const (
 )
 
 // fencedStore is the Redis node, separate from the lock's, that plays the
-// resource the lock protects: the fenced writes and the counter.
-type fencedStore struct{ rc rueidis.Client }
+// resource a lock protects: the fenced writes and the counter of lock.
+type fencedStore struct {
+	rc   rueidis.Client
+	lock string
+}
+
+// key is the store's key base for its lock.
+func (s fencedStore) key(base string) string { return base + ":" + s.lock }
 
 // fencedEntry is one write the store accepted.
 type fencedEntry struct {
@@ -48,14 +55,14 @@ type fencedEntry struct {
 
 // write offers a write with token and reports whether the store took it.
 func (s fencedStore) write(ctx context.Context, token int64, owner string) (bool, error) {
-	n, err := fencedWrite.Exec(ctx, s.rc, []string{storeMaxKey, storeLogKey},
+	n, err := fencedWrite.Exec(ctx, s.rc, []string{s.key(storeMaxKey), s.key(storeLogKey)},
 		[]string{strconv.FormatInt(token, 10), owner}).AsInt64()
 	return n == 1, err
 }
 
 // maxToken is the highest token the store has accepted.
 func (s fencedStore) maxToken(ctx context.Context) (int64, error) {
-	n, err := s.rc.Do(ctx, s.rc.B().Get().Key(storeMaxKey).Build()).AsInt64()
+	n, err := s.rc.Do(ctx, s.rc.B().Get().Key(s.key(storeMaxKey)).Build()).AsInt64()
 	if rueidis.IsRedisNil(err) {
 		return 0, nil
 	}
@@ -64,7 +71,7 @@ func (s fencedStore) maxToken(ctx context.Context) (int64, error) {
 
 // counter reads the counter; an absent counter is 0.
 func (s fencedStore) counter(ctx context.Context) (int64, error) {
-	n, err := s.rc.Do(ctx, s.rc.B().Get().Key(storeCounter).Build()).AsInt64()
+	n, err := s.rc.Do(ctx, s.rc.B().Get().Key(s.key(storeCounter)).Build()).AsInt64()
 	if rueidis.IsRedisNil(err) {
 		return 0, nil
 	}
@@ -73,12 +80,12 @@ func (s fencedStore) counter(ctx context.Context) (int64, error) {
 
 // setCounter writes the counter.
 func (s fencedStore) setCounter(ctx context.Context, n int64) error {
-	return s.rc.Do(ctx, s.rc.B().Set().Key(storeCounter).Value(strconv.FormatInt(n, 10)).Build()).Error()
+	return s.rc.Do(ctx, s.rc.B().Set().Key(s.key(storeCounter)).Value(strconv.FormatInt(n, 10)).Build()).Error()
 }
 
 // state reads the accepted writes and the counter at the end of a run.
 func (s fencedStore) state(ctx context.Context) (storeState, error) {
-	lines, err := s.rc.Do(ctx, s.rc.B().Lrange().Key(storeLogKey).Start(0).Stop(-1).Build()).AsStrSlice()
+	lines, err := s.rc.Do(ctx, s.rc.B().Lrange().Key(s.key(storeLogKey)).Start(0).Stop(-1).Build()).AsStrSlice()
 	if err != nil {
 		return storeState{}, err
 	}

@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/rlock/rlock/internal/redistest"
 	"github.com/rlock/rlock/rlock"
 )
@@ -22,7 +20,7 @@ type procConfig struct {
 	Proc          string        `json:"proc"`
 	Clients       []string      `json:"clients"` // the lock node's address for each rlock Client: direct, or a proxy's
 	Store         string        `json:"store"`
-	Lock          string        `json:"lock"`
+	Locks         []string      `json:"locks"`         // the workers of each Client take these in turn
 	Workers       int           `json:"workers"`       // per Client
 	MaxIterations int           `json:"maxIterations"` // per worker
 	Run           time.Duration `json:"run"`           // workers start no iteration after this
@@ -31,6 +29,13 @@ type procConfig struct {
 	Wait          time.Duration `json:"wait"` // TryLock's wait
 	Out           string        `json:"out"`  // history file
 	Victim        bool          `json:"victim"`
+	Fair          bool          `json:"fair,omitempty"`       // workers take a FairMutex
+	RW            bool          `json:"rw,omitempty"`         // workers take an RWMutex: the first of each Client writes, the others read
+	Mode          string        `json:"mode,omitempty"`       // how Clients reach the lock (lockClientOption)
+	ReplicaAck    int           `json:"replicaAck,omitempty"` // rlock.WithReplicaAck(ReplicaAck, Lease/2)
+	Netns         string        `json:"netns,omitempty"`      // the network namespace a child runs in
+	FixedVictim   bool          `json:"fixedVictim,omitempty"`
+	Starve        int           `json:"starve,omitempty"` // spinning goroutines on one P while starved (starveOnSignal)
 }
 
 const (
@@ -42,7 +47,7 @@ const (
 // runProcess runs one process's workers until they are done, recording into
 // rec. ctl, if not nil, makes the first worker the victim.
 func runProcess(ctx context.Context, cfg procConfig, rec *recorder, ctl holdControl) error {
-	src, err := rueidis.NewClient(redistest.ClientOption(cfg.Store))
+	src, err := redistest.Dial(ctx, redistest.ClientOption(cfg.Store))
 	if err != nil {
 		return fmt.Errorf("store client: %w", err)
 	}
@@ -57,20 +62,30 @@ func runProcess(ctx context.Context, cfg procConfig, rec *recorder, ctl holdCont
 		return errors.Join(errs...)
 	}
 	var workers []*worker
+	opts := []rlock.Option{rlock.WithLeaseTime(cfg.Lease), rlock.WithRetryTimeout(cfg.Retry)}
+	if cfg.ReplicaAck > 0 {
+		opts = append(opts, rlock.WithReplicaAck(cfg.ReplicaAck, cfg.Lease/2))
+	}
 	for i, addr := range cfg.Clients {
-		rc, err := rueidis.NewClient(redistest.ClientOption(addr))
+		rc, err := redistest.Dial(ctx, lockClientOption(cfg.Mode, addr))
 		if err != nil {
 			return errors.Join(fmt.Errorf("lock client %d: %w", i, err), closeAll())
 		}
 		defer rc.Close()
-		c, err := rlock.New(rc, rlock.WithLeaseTime(cfg.Lease), rlock.WithRetryTimeout(cfg.Retry))
+		c, err := rlock.New(rc, opts...)
 		if err != nil {
 			return errors.Join(fmt.Errorf("rlock client %d: %w", i, err), closeAll())
 		}
 		clients = append(clients, c)
 		for j := range cfg.Workers {
-			w := &worker{id: fmt.Sprintf("%s.c%d.w%d", cfg.Proc, i, j), cfg: cfg,
-				mu: c.Mutex(cfg.Lock), store: fencedStore{src}, rec: rec}
+			lock := cfg.Locks[j%len(cfg.Locks)]
+			mu, read := lockOf(c, cfg, lock, j)
+			tag := writerTag
+			if read {
+				tag = readerTag
+			}
+			w := &worker{id: fmt.Sprintf("%s.c%d.%s%d", cfg.Proc, i, tag, j), cfg: cfg, lock: lock,
+				mu: mu, read: read, store: fencedStore{src, lock}, rec: rec}
 			if i == 0 && j == 0 {
 				w.ctl = ctl
 			}
@@ -88,13 +103,16 @@ func runProcess(ctx context.Context, cfg procConfig, rec *recorder, ctl holdCont
 
 // worker loops: acquire, write to the fenced store, count under the lock,
 // release. Every third hold re-enters the lock once; every fourth takes a
-// fixed lease instead of the watchdog's; every fifth iteration begins by
+// fixed lease instead of the watchdog's (the victim's hold takes what
+// FixedVictim says); every fifth iteration begins by
 // unlocking the previous hold's context again, as a confused caller would,
 // which must leave the current holder alone.
 type worker struct {
 	id    string
 	cfg   procConfig
-	mu    *rlock.Mutex
+	lock  string
+	mu    holdLocker
+	read  bool // a reader of a read-write lock: its section only looks (see look)
 	store fencedStore
 	rec   *recorder
 	ctl   holdControl // the victim protocol, for the victim worker
@@ -121,7 +139,7 @@ func (w *worker) iteration(ctx context.Context, i int) {
 		w.release(w.prev, false)
 	}
 	var lease time.Duration // the watchdog's
-	if i%4 == 3 {
+	if (w.armed && w.cfg.FixedVictim) || (!w.armed && i%4 == 3) {
 		lease = w.cfg.Lease
 	}
 	start := monoNow()
@@ -130,7 +148,10 @@ func (w *worker) iteration(ctx context.Context, i int) {
 	if err != nil || !ok {
 		op := w.op(opAcquire, owner, 0)
 		op.Start, op.End, op.Depth, op.Outcome = start, end, 1, outFailed
-		if err != nil {
+		switch {
+		case errors.Is(err, rlock.ErrNotReplicated):
+			op.Outcome = outRefused
+		case err != nil:
 			op.Outcome, op.Detail = outUnknown, err.Error()
 		}
 		w.rec.add(op)
@@ -155,7 +176,11 @@ func (w *worker) iteration(ctx context.Context, i int) {
 	if i%3 == 0 {
 		depth = w.reenter(ctx, h)
 	}
-	w.work(ctx, h, false)
+	if w.read {
+		w.look(ctx, h)
+	} else {
+		w.work(ctx, h, false)
+	}
 	if depth == 2 {
 		w.release(h, false)
 	}
@@ -273,7 +298,7 @@ func (w *worker) release(h *tracked, final bool) {
 }
 
 func (w *worker) op(kind, owner string, token int64) Op {
-	return Op{Kind: kind, Proc: w.cfg.Proc, Worker: w.id, Owner: owner, Token: token}
+	return Op{Kind: kind, Proc: w.cfg.Proc, Worker: w.id, Lock: w.lock, Owner: owner, Token: token}
 }
 
 // sleep waits d, or until ctx is done.

@@ -12,4 +12,6 @@
 //     as child processes, or the server REDIS_ADDR names), and hurts them on
 //     demand: pause, kill, restart empty, and a proxy that slows or cuts the
 //     link.
+//   - hooktest records what rlock's hooks report, for tests, and checks
+//     that the events balance.
 package internal

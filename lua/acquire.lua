@@ -39,40 +39,9 @@ local hash, fences, owner = KEYS[1], KEYS[3], ARGV[1]
 local seq, superseded = tonumber(ARGV[2]), tonumber(ARGV[5])
 local seqField = owner .. '#seq'
 
--- nextToken increments the fencing counter, starting it from the server
--- clock in microseconds when it is missing (first acquire, or Redis lost
--- it), so that tokens keep increasing across an empty restart.
-local function nextToken()
-    local t = redis.pcall('incr', KEYS[2])
-    if type(t) == 'table' then
-        return nil, t
-    end
-    if t == 1 then
-        local now = redis.call('time')
-        t = tonumber(now[1]) * 1000000 + tonumber(now[2])
-        redis.call('set', KEYS[2], string.format('%d', t))
-    end
-    return t
-end
-
-local function take()
-    local token, err = nextToken()
-    if not token then
-        return err
-    end
-    if ARGV[7] == '1' then
-        redis.call('hset', hash, owner, 1, seqField, seq, 'waiters', 1)
-    else
-        redis.call('hset', hash, owner, 1, seqField, seq)
-    end
-    redis.call('pexpire', hash, ARGV[4])
-    fence(fences, owner, superseded, ARGV[6])
-    return {1, 1, token}
-end
-
 -- Fast path: no lock and no fences at all.
 if redis.call('exists', hash, fences) == 0 then
-    return take()
+    return take(ARGV[7] == '1')
 end
 
 local htype, ftype = redis.call('type', hash).ok, redis.call('type', fences).ok
@@ -81,16 +50,7 @@ if (htype ~= 'hash' and htype ~= 'none') or (ftype ~= 'hash' and ftype ~= 'none'
 end
 local held = redis.call('hmget', hash, owner, seqField)
 if held[1] then
-    if tonumber(held[2]) >= seq then
-        return {2, 0}
-    end
-    local token = tonumber(redis.call('get', KEYS[2]) or '0')
-    redis.call('hset', hash, owner, ARGV[3], seqField, seq)
-    if redis.call('pexpire', hash, ARGV[4], 'gt') == 0 and redis.call('pttl', hash) == -1 then
-        redis.call('pexpire', hash, ARGV[4]) -- made persistent by hand: lease it again
-    end
-    fence(fences, owner, superseded, ARGV[6])
-    return {1, tonumber(ARGV[3]), token}
+    return reenter(held)
 end
 if tonumber(redis.call('hget', fences, owner) or '0') >= seq then
     return {2, 0}
@@ -100,4 +60,4 @@ if htype == 'hash' then
     redis.call('hset', hash, 'waiters', 1)
     return {0, redis.call('pttl', hash)}
 end
-return take()
+return take(ARGV[7] == '1')

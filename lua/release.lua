@@ -24,22 +24,15 @@
 -- The lease is left as it is: a release never shortens what a live hold
 -- relies on. allow-oom: releasing must work when Redis is at maxmemory.
 local hash, fences, owner = KEYS[1], KEYS[3], ARGV[1]
-local seq, superseded = tonumber(ARGV[2]), tonumber(ARGV[5])
-local seqField = owner .. '#seq'
 
-local held = redis.pcall('hmget', hash, owner, seqField, 'waiters')
+local held = redis.pcall('hmget', hash, owner, owner .. '#seq', 'waiters')
 if held.err or not held[1] then
-    fence(fences, owner, superseded, ARGV[6])
+    fence(fences, owner, tonumber(ARGV[5]), ARGV[6])
     return {0, 0}
 end
-if tonumber(held[2]) >= seq then
-    return {3, 0}
-end
-fence(fences, owner, superseded, ARGV[6])
-local left = tonumber(ARGV[3])
-if left > 0 then
-    redis.call('hset', hash, owner, left, seqField, seq)
-    return {1, left}
+local lowered = lower(held)
+if lowered then
+    return lowered
 end
 redis.call('del', hash)
 if held[3] then

@@ -10,22 +10,42 @@
 -- (its lease now ends no sooner than lease ms from now), 0 if the lock is
 -- gone, held by someone else, or the key is not a lock hash any more.
 --
+-- A hold that has a lease of its own beside the key's (a reader among
+-- readers, one permit holder among several) keeps it in the field
+-- F#exp: the Redis time, in ms, at which it ends; the scripts of those
+-- primitives drop a field whose F#exp has passed. Renewal moves F#exp to
+-- now + lease, never earlier, and the key's lease, which must outlast every
+-- hold in it, with it. A field whose own lease has passed is lost, even if
+-- the key still lives for other holders.
+--
 -- PEXPIRE GT only lengthens: a re-entry with a longer fixed lease keeps it.
 -- Owner-checked and so idempotent: safe to resend after a lost reply.
 local lease = ARGV[1]
+local now -- Redis time in ms, read once, when a hold has its own lease
+
+-- renewOwn moves the own lease exp of field F on hash to now + lease,
+-- and reports false when it had passed already.
+local function renewOwn(hash, exp, ends)
+    now = now or nowMs()
+    if ends <= now then
+        return false
+    end
+    if ends < now + tonumber(lease) then
+        redis.call('hset', hash, exp, now + tonumber(lease))
+    end
+    return true
+end
+
 local out = {}
 for i = 1, #KEYS do
+    local hash, field = KEYS[i], ARGV[i + 1]
+    out[i] = 0
     -- pcall: a key that is no longer a hash (someone overwrote the lock)
     -- answers WRONGTYPE, which means lost for that hold, not a failed batch.
-    if redis.pcall('hexists', KEYS[i], ARGV[i + 1]) == 1 then
-        -- GT only lengthens; a key made persistent (PERSIST by hand)
-        -- gets its lease back.
-        if redis.call('pexpire', KEYS[i], lease, 'gt') == 0 and redis.call('pttl', KEYS[i]) == -1 then
-            redis.call('pexpire', KEYS[i], lease)
-        end
+    local held = redis.pcall('hmget', hash, field, field .. '#exp')
+    if type(held) == 'table' and held[1] and (not held[2] or renewOwn(hash, field .. '#exp', tonumber(held[2]))) then
+        lengthen(hash, lease)
         out[i] = 1
-    else
-        out[i] = 0
     end
 end
 return out

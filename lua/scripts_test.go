@@ -263,3 +263,37 @@ func assertGone(t *testing.T, rc rueidis.Client, key string) {
 	require.NoError(t, err)
 	assert.Zero(t, n, "%s does not exist", key)
 }
+
+func TestRenewOwnLease(t *testing.T) {
+	rc := redistest.Shared(t).Client(t)
+	k := lockKeys(t)
+	now := redisMillis(t, rc)
+	// Two holders with leases of their own: a live one and one whose lease
+	// passed while the key lives on for the other.
+	require.NoError(t, rc.Do(t.Context(), rc.B().Hset().Key(k.Hash).FieldValue().
+		FieldValue("a", "1").FieldValue("a#exp", strconv.FormatInt(now+500, 10)).
+		FieldValue("b", "1").FieldValue("b#exp", strconv.FormatInt(now-1, 10)).Build()).Error())
+	require.NoError(t, rc.Do(t.Context(), rc.B().Pexpire().Key(k.Hash).Milliseconds(500).Build()).Error())
+
+	reply, err := lua.Renew.Exec(t.Context(), rc, []string{k.Hash, k.Hash}, []string{"60000", "a", "b"}).AsIntSlice()
+	require.NoError(t, err)
+	assert.Equal(t, []int64{1, 0}, reply, "a hold whose own lease passed is lost")
+	exp, ok := hget(t, rc, k.Hash, "a#exp")
+	require.True(t, ok)
+	assert.GreaterOrEqual(t, exp, now+60000, "the own lease moved to now + lease")
+	assert.Greater(t, pttl(t, rc, k.Hash), int64(30000), "the key outlasts the renewed hold")
+	exp, _ = hget(t, rc, k.Hash, "b#exp")
+	assert.Equal(t, now-1, exp, "a lost hold's lease is not revived")
+}
+
+// redisMillis is Redis's clock in ms, the time own leases are kept in.
+func redisMillis(t *testing.T, rc rueidis.Client) int64 {
+	t.Helper()
+	tm, err := rc.Do(t.Context(), rc.B().Time().Build()).AsStrSlice()
+	require.NoError(t, err)
+	sec, err := strconv.ParseInt(tm[0], 10, 64)
+	require.NoError(t, err)
+	us, err := strconv.ParseInt(tm[1], 10, 64)
+	require.NoError(t, err)
+	return sec*1000 + us/1000
+}

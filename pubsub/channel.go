@@ -5,10 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
 )
+
+// WakeAll is the message that wakes every waiter of a channel; a message
+// that starts with Addressed wakes the waiters it names; any other message
+// wakes one.
+const WakeAll = "all"
+
+// Addressed starts a message for the waiters of one tag (SubscribeAs):
+// "@<tag> <note>" wakes every waiter of the channel named tag, hands it
+// note (Waiter.Note), and wakes nobody else; with no such waiter in this
+// Subscriber it does nothing, as the message is for another process. A tag
+// holds no space; the note may.
+const Addressed = "@"
 
 // unsubscribeTimeout bounds the UNSUBSCRIBE that ends a subscription.
 // rueidis resends it over a broken connection, so without a bound an
@@ -39,10 +52,10 @@ func newChannel(s *Subscriber, name string) *channel {
 	return &channel{s: s, name: name, done: make(chan struct{})}
 }
 
-// join appends a new waiter to the queue, ready at once when the current
-// subscription is confirmed. The caller holds s.mu.
-func (c *channel) join() *Waiter {
-	w := newWaiter(c)
+// join appends a new waiter named tag to the queue, ready at once when the
+// current subscription is confirmed. The caller holds s.mu.
+func (c *channel) join(tag string) *Waiter {
+	w := newWaiter(c, tag)
 	if c.current != nil && c.current.confirmed {
 		w.subscribed = true // ready at once: no channel to wait on
 	} else {
@@ -78,6 +91,33 @@ func (c *channel) wakeOne() {
 		if w.subscribed && w.nudge() {
 			w.woken = true
 			return
+		}
+	}
+}
+
+// wakeAll wakes every ready waiter, for a message that frees the resource
+// for many (a write lock released to readers). The caller holds s.mu.
+func (c *channel) wakeAll() {
+	for _, w := range c.waiters {
+		if w.subscribed && w.nudge() {
+			w.woken = true
+		}
+	}
+}
+
+// deliver hands an addressed message, "<tag> <note>" once Addressed is cut
+// off, to the ready waiters named tag and wakes them. It does not mark them
+// woken: the message is theirs alone, and nobody else is owed a wake-up if
+// they leave. The caller holds s.mu.
+func (c *channel) deliver(msg string) {
+	tag, note, _ := strings.Cut(msg, " ")
+	if tag == "" {
+		return
+	}
+	for _, w := range c.waiters {
+		if w.subscribed && w.tag == tag {
+			w.note = note
+			w.nudge()
 		}
 	}
 }
@@ -151,10 +191,17 @@ func (c *channel) receive(a *attempt) error {
 			c.confirm(a)
 		}
 	})
-	return c.s.rc.Receive(ctx, c.s.subscribeCmd(c.name), func(rueidis.PubSubMessage) {
+	return c.s.rc.Receive(ctx, c.s.subscribeCmd(c.name), func(m rueidis.PubSubMessage) {
 		c.s.mu.Lock()
 		defer c.s.mu.Unlock()
-		c.wakeOne()
+		switch {
+		case m.Message == WakeAll:
+			c.wakeAll()
+		case strings.HasPrefix(m.Message, Addressed):
+			c.deliver(m.Message[len(Addressed):])
+		default:
+			c.wakeOne()
+		}
 	})
 }
 

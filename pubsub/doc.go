@@ -45,7 +45,8 @@
 //   - One message on a channel wakes one local waiter, the longest-waiting
 //     one that has no wake-up pending, so waiters re-check in arrival order
 //     and one unlock does not send every waiter at Redis (no thundering
-//     herd).
+//     herd). The message WakeAll wakes every waiter instead: for a release
+//     that frees the resource for many at once (readers after a writer).
 //   - After the subscription is lost and made again (a reconnect, a slot
 //     migration), every waiter of the channel is woken: a message may have
 //     been published while nobody listened.

@@ -81,9 +81,15 @@ func (e *env) subscribe(t *testing.T, channel string) *Waiter {
 // returns how many subscribed connections received it.
 func (e *env) publish(t *testing.T, channel string) int64 {
 	t.Helper()
-	cmd := e.admin.B().Publish().Channel(channel).Message("unlocked").Build()
+	return e.publishMessage(t, channel, "unlocked")
+}
+
+// publishMessage publishes message on channel as a lock script does.
+func (e *env) publishMessage(t *testing.T, channel, message string) int64 {
+	t.Helper()
+	cmd := e.admin.B().Publish().Channel(channel).Message(message).Build()
 	if e.sharded {
-		cmd = e.admin.B().Spublish().Channel(channel).Message("unlocked").Build()
+		cmd = e.admin.B().Spublish().Channel(channel).Message(message).Build()
 	}
 	n, err := e.admin.Do(t.Context(), cmd).AsInt64()
 	require.NoError(t, err)

@@ -69,6 +69,14 @@ func New(rc rueidis.Client, sharded bool, logger *slog.Logger) *Subscriber {
 // waiters that wait for it with Redis's error. After Close, Subscribe
 // returns ErrClosed. The caller must end every Waiter it gets with Done.
 func (s *Subscriber) Subscribe(ctx context.Context, channel string) (*Waiter, error) {
+	return s.SubscribeAs(ctx, channel, "")
+}
+
+// SubscribeAs is Subscribe for a waiter named tag: beside the channel's
+// wake-ups, it receives the messages addressed to tag (see Addressed),
+// which wake it and no other waiter. Several waiters may share a tag; each
+// of them gets the message. The empty tag is no name.
+func (s *Subscriber) SubscribeAs(ctx context.Context, channel, tag string) (*Waiter, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("pubsub: subscribe %s: %w", channel, err)
 	}
@@ -83,7 +91,7 @@ func (s *Subscriber) Subscribe(ctx context.Context, channel string) (*Waiter, er
 		s.channels[channel] = c
 		go c.run()
 	}
-	w := c.join()
+	w := c.join(tag)
 	ready := w.ready
 	s.mu.Unlock()
 	if ready == nil {

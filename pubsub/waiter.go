@@ -10,15 +10,29 @@ type Waiter struct {
 	ready chan struct{} // closed when Subscribe may return; nil for a waiter ready at once
 	err   error         // why Subscribe fails; written before ready is closed
 	timer *time.Timer   // WakeAfter's; used by the waiter's own goroutine only
+	tag   string        // the name addressed messages use; "" for none
 
 	// Guarded by c.s.mu.
+	note string // the latest addressed message's note not yet taken
+
 	subscribed bool // a confirmed subscription made it ready
 	woken      bool // a message's wake-up was handed to it
 	left       bool // out of the queue
 }
 
-func newWaiter(c *channel) *Waiter {
-	return &Waiter{c: c, wake: make(chan struct{}, 1)}
+func newWaiter(c *channel, tag string) *Waiter {
+	return &Waiter{c: c, wake: make(chan struct{}, 1), tag: tag}
+}
+
+// Note takes the note of the latest message addressed to the waiter (see
+// Addressed) that it has not taken yet, and reports whether there was one.
+func (w *Waiter) Note() (string, bool) {
+	s := w.c.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	note := w.note
+	w.note = ""
+	return note, note != ""
 }
 
 // Wake receives when the waiter should check the lock again: a message on

@@ -32,6 +32,24 @@ func TestPublishWakesOneInOrder(t *testing.T) {
 	})
 }
 
+// TestWakeAllWakesEveryWaiter: the message WakeAll wakes every waiter, and
+// each that leaves without the resource hands nothing more on.
+func TestWakeAllWakesEveryWaiter(t *testing.T) {
+	forEachMode(t, false, func(t *testing.T, e *env) {
+		ch := channelName(t, "unlock")
+		a, b, c := e.subscribe(t, ch), e.subscribe(t, ch), e.subscribe(t, ch)
+
+		e.publishMessage(t, ch, WakeAll)
+		requireWoken(t, a)
+		requireWoken(t, b)
+		requireWoken(t, c)
+
+		e.publish(t, ch)
+		requireWoken(t, a, "an ordinary message after it wakes one again")
+		requireQuiet(t, b, c)
+	})
+}
+
 // TestPendingWakeIsSkipped: a message passes over a waiter whose wake-up is
 // still pending, so two quick unlocks make two waiters re-check.
 func TestPendingWakeIsSkipped(t *testing.T) {

@@ -22,23 +22,31 @@ type grant struct {
 // acquire takes the lock for ctx's owner, waiting up to wait (waitForever:
 // until ctx is done). lease 0 means the watchdog's lease, renewed until
 // Unlock.
-func (m *Mutex) acquire(ctx context.Context, wait, lease time.Duration) (context.Context, bool, error) {
-	if err := m.check(ctx); err != nil {
-		return ctx, false, m.wrap(err)
+func (l *lock) acquire(ctx context.Context, wait, lease time.Duration) (context.Context, bool, error) {
+	if err := l.check(ctx); err != nil {
+		return ctx, false, l.wrap(err)
 	}
 	if ctx.Err() != nil {
-		return ctx, false, m.wrap(fmt.Errorf("rlock: acquire: %w", doneErr(ctx)))
+		return ctx, false, l.wrap(fmt.Errorf("rlock: acquire: %w", doneErr(ctx)))
 	}
 	octx, o := withOwner(ctx)
-	id := m.holdID(o)
+	id := l.holdID(o)
+	t := l.traceAcquire(octx)
 
-	lctx, g, err := m.attempt(octx, id, lease, false)
+	lctx, g, err := l.attempt(octx, id, lease, false)
+	t.attempted()
 	if err == nil && !g.acquired && wait != 0 {
-		lctx, g, err = m.wait(octx, o, wait, lease)
+		t.waiting(l)
+		waitFor := (*lock).wait
+		if l.kind.wait != nil {
+			waitFor = l.kind.wait
+		}
+		lctx, g, err = waitFor(l, octx, o, wait, lease, &t)
 	}
+	t.end(ctx, l, g, err)
 	switch {
 	case err != nil:
-		return ctx, false, m.wrap(err)
+		return ctx, false, l.wrap(err)
 	case !g.acquired:
 		return ctx, false, nil
 	}
@@ -50,17 +58,11 @@ func (m *Mutex) acquire(ctx context.Context, wait, lease time.Duration) (context
 // re-entry), else ctx bound to the hold. A grant whose context would be done
 // at once (ctx ended meanwhile, or the hold did) is given back: Lock never
 // succeeds with a done context.
-func (m *Mutex) attempt(ctx context.Context, id holdID, lease time.Duration, waiting bool) (context.Context, grant, error) {
+func (l *lock) attempt(ctx context.Context, id holdID, lease time.Duration, waiting bool) (context.Context, grant, error) {
 	lctx := ctx
-	g, err := m.tryOnce(ctx, id, lease, waiting, func(s *slot) error {
-		if !s.hold.carriedBy(ctx) {
-			lctx = s.hold.bind(ctx)
-		}
-		if lctx.Err() == nil {
-			return nil
-		}
-		m.giveBack(ctx, s, s.count-1, "a level granted to a done context")
-		return context.Cause(lctx)
+	g, err := l.tryOnce(ctx, id, lease, waiting, func(s *slot) (err error) {
+		lctx, err = l.bound(ctx, s)
+		return err
 	})
 	if err != nil || !g.acquired {
 		return ctx, g, err
@@ -68,25 +70,41 @@ func (m *Mutex) attempt(ctx context.Context, id holdID, lease time.Duration, wai
 	return lctx, g, nil
 }
 
+// bound returns the lock context of the grant just recorded in slot s,
+// whose turn the caller has: ctx when it already carries the hold (a
+// re-entry), else ctx bound to the hold. A grant whose context would be
+// done at once is given back, and its cause returned.
+func (l *lock) bound(ctx context.Context, s *slot) (context.Context, error) {
+	lctx := ctx
+	if !s.hold.carriedBy(ctx) {
+		lctx = s.hold.bind(ctx)
+	}
+	if lctx.Err() == nil {
+		return lctx, nil
+	}
+	l.giveBack(ctx, s, s.count-1, "a level granted to a done context")
+	return ctx, context.Cause(lctx)
+}
+
 // tryOnce runs one acquire for id in its owner's turn, bounded by the retry
 // timeout, and settles it when its reply never came. When it is granted, it
 // calls granted in the turn, with the slot recording the grant; an error
 // from granted fails the acquire. waiting says the caller waits on the
 // unlock channel.
-func (m *Mutex) tryOnce(ctx context.Context, id holdID, lease time.Duration, waiting bool, granted func(*slot) error) (grant, error) {
-	s, err := m.c.take(ctx, id)
+func (l *lock) tryOnce(ctx context.Context, id holdID, lease time.Duration, waiting bool, granted func(*slot) error) (grant, error) {
+	s, err := l.c.take(ctx, id)
 	if err != nil {
 		return grant{}, fmt.Errorf("rlock: acquire: %w", err)
 	}
-	defer m.c.give(s)
-	rctx, cancel := context.WithTimeout(ctx, m.c.cfg.retryTimeout)
-	g, err := m.grant(rctx, s, lease, waiting)
+	defer l.c.give(s)
+	rctx, cancel := context.WithTimeout(ctx, l.c.cfg.retryTimeout)
+	g, err := l.grant(rctx, s, lease, waiting)
 	cancel()
 	if err == nil && g.acquired {
 		err = granted(s)
 	}
 	if err != nil {
-		m.settle(ctx, s)
+		l.settle(ctx, s)
 		if ctx.Err() != nil {
 			err = doneErr(ctx)
 		}
@@ -100,9 +118,9 @@ func (m *Mutex) tryOnce(ctx context.Context, id holdID, lease time.Duration, wai
 // lease is 0. waiting marks the lock so that its release wakes the waiters
 // behind this one. On an error the request may be unsettled; the caller
 // settles it.
-func (m *Mutex) grant(ctx context.Context, s *slot, lease time.Duration, waiting bool) (grant, error) {
-	set := m.c.leaseOr(lease)
-	reply, sent, err := m.sendAcquire(ctx, m.acquireCall(s, set, waiting), s)
+func (l *lock) grant(ctx context.Context, s *slot, lease time.Duration, waiting bool) (grant, error) {
+	set := l.c.leaseOr(lease)
+	reply, sent, err := l.sendAcquire(ctx, l.acquireCall(s, set, waiting), s)
 	if err != nil {
 		return grant{}, err
 	}
@@ -110,17 +128,25 @@ func (m *Mutex) grant(ctx context.Context, s *slot, lease time.Duration, waiting
 	if err != nil || !g.acquired {
 		return g, err
 	}
+	return g, l.keep(ctx, s, g, sent, lease)
+}
+
+// keep records grant g in slot s, whose turn the caller has: its count,
+// and its hold, whose lease Redis set no earlier than sent, and which the
+// watchdog renews when lease is 0. A level the watchdog refuses is given
+// back.
+func (l *lock) keep(ctx context.Context, s *slot, g grant, sent time.Time, lease time.Duration) error {
 	s.count = g.count
 	h := s.activeHold()
 	if h == nil {
-		h = newHold(m.c, s.id, g.token)
-		m.c.setHold(s, h)
+		h = newHold(l, s.id, g.token)
+		l.c.setHold(s, h)
 	}
-	if err := h.record(sent, set, lease == 0); err != nil {
-		m.giveBack(ctx, s, g.count-1, "a level the watchdog refused")
-		return grant{}, err
+	if err := h.record(sent, l.c.leaseOr(lease), lease == 0); err != nil {
+		l.giveBack(ctx, s, g.count-1, "a level the watchdog refused")
+		return err
 	}
-	return g, nil
+	return nil
 }
 
 // scriptCall is one script's keys and arguments; the request protocol fills
@@ -130,15 +156,20 @@ type scriptCall struct {
 }
 
 // acquireCall is the acquire script's call for slot s, setting lease.
-func (m *Mutex) acquireCall(s *slot, lease time.Duration, waiting bool) scriptCall {
+func (l *lock) acquireCall(s *slot, lease time.Duration, waiting bool) scriptCall {
 	flag := "0"
 	if waiting {
 		flag = "1"
 	}
-	return scriptCall{
-		keys: []string{m.keys.Value().Hash, m.keys.Value().Token, m.keys.Value().Fence},
-		args: []string{s.id.field, "", strconv.Itoa(s.count + 1), m.c.millis(lease), "", m.c.fenceMs, flag},
+	call := scriptCall{
+		keys: []string{l.keys.Value().Hash, l.keys.Value().Token, l.keys.Value().Fence},
+		args: []string{s.id.field, "", strconv.Itoa(s.count + 1), l.c.millis(lease), "", l.c.fenceMs, flag},
 	}
+	if l.kind.acquireMore != nil {
+		keys, args := l.kind.acquireMore(l, lease)
+		call.keys, call.args = append(call.keys, keys...), append(call.args, args...)
+	}
+	return call
 }
 
 // settle takes back whatever an acquire whose reply never came may have
@@ -147,11 +178,11 @@ func (m *Mutex) acquireCall(s *slot, lease time.Duration, waiting bool) scriptCa
 // It runs in the slot's turn even when ctx is done, bounded by the retry
 // timeout; if Redis stays unreachable, the lease bounds an orphan level and
 // the owner's next call on the lock fences the lost ones.
-func (m *Mutex) settle(ctx context.Context, s *slot) {
+func (l *lock) settle(ctx context.Context, s *slot) {
 	if s.unsettled == 0 {
 		return
 	}
-	m.giveBack(ctx, s, s.count, "an acquire whose reply was lost")
+	l.giveBack(ctx, s, s.count, "an acquire whose reply was lost")
 }
 
 // parseGrant reads the acquire script's reply: {1, count, token}, {0, pttl}

@@ -50,7 +50,7 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 			return nil, err
 		}
 	}
-	dog, err := watchdog.New(rc, watchdog.Config{Lease: cfg.lease, Logger: cfg.logger})
+	dog, err := watchdog.New(rc, watchdog.Config{Lease: cfg.lease, Logger: cfg.logger, Round: cfg.renewalHook()})
 	if err != nil {
 		return nil, fmt.Errorf("rlock: %w", err)
 	}
@@ -110,13 +110,15 @@ func (c *Client) Close() error {
 	// The watchdog stops first: that cuts short a renewal round in flight,
 	// which finishing a hold in it would otherwise wait for.
 	err := c.dog.Close()
-	cause := fmt.Errorf("%w: %w", ErrLockLost, ErrClosed)
 	for _, h := range holds {
-		h.finish(cause)
+		h.finish(errHoldClosed)
 	}
 	c.bg.Wait()
 	return errors.Join(err, c.subs.Close())
 }
+
+// errHoldClosed is the cause of the holds that Close ended.
+var errHoldClosed = fmt.Errorf("%w: %w", ErrLockLost, ErrClosed)
 
 // background runs f on a goroutine that Close waits for; after Close it
 // runs f at once.

@@ -1,5 +1,7 @@
 // Package rlock provides reentrant locks that Go processes share through
-// Redis, in the manner of Redisson's RLock, on the rueidis client.
+// Redis, in the manner of Redisson's RLock, on the rueidis client; and, on
+// the same engine, a read-write lock, a fair lock, a semaphore with leased
+// permits and a count-down latch.
 //
 // # Quick start
 //
@@ -166,6 +168,34 @@
 // would run out (an expiring lock publishes nothing). One Unlock wakes one
 // waiter of the Client, longest waiting first.
 //
+// # RWMutex
+//
+// Client.RWMutex is a reentrant read-write lock, Redisson's RReadWriteLock:
+// many owners hold the read lock (RLock, TryRLock, RUnlock) at once, the
+// write lock (Lock, TryLock, Unlock) excludes every other owner. The write
+// holder may take the read lock and keep it after Unlock (a downgrade); a
+// reader asking for the write lock gets ErrUpgrade. Neither side starves: a
+// waiting writer holds new readers back, and a write Unlock admits the
+// readers waiting for it ahead of the next writer. Every hold, read or
+// write, has a lease of its own that the watchdog renews, so a dead reader
+// stops holding within its lease while others read on. A read hold's
+// fencing token is the latest write's.
+//
+// # FairMutex: first come, first served
+//
+// Client.FairMutex returns a lock with Mutex's methods whose waiters get
+// it in the order their first waiting acquire reached Redis, across
+// processes and Clients. The waiters queue in Redis beside the lock; the
+// Unlock that frees it hands it, in the same script, to the longest
+// waiting live waiter and publishes a message addressed to that waiter,
+// whose Lock then returns without asking Redis again. A queued waiter's
+// entry has a lease of its own that the watchdog renews with the holds, so
+// a waiter whose process died drops out within one lease; one handed the
+// lock after it died holds it for what was left of that lease. A waiter
+// that gives up leaves the queue, and hands on a lock handed to it
+// meanwhile. Re-entry never queues; TryLock with wait 0 never queues and
+// takes a free lock only when nobody waits.
+//
 // # MultiLock and RedLock
 //
 // A MultiLock is one lock over several Mutexes, normally one per
@@ -184,6 +214,24 @@
 // that matches ErrLockLost, once fewer parts than needed are held. Unlock
 // asks every node, even when some fail, and returns the failures joined.
 //
+// # Semaphore and CountDownLatch
+//
+// Client.Semaphore is a counting semaphore whose permits are held like
+// locks, on the same engine: Acquire and TryAcquire return a context that
+// carries the permit and ends with ErrLockLost if it is lost; without a
+// lease the watchdog renews the permit, and the permits of a process that
+// died come back when their lease runs out (Redisson's RSemaphore leaks
+// them). One context may carry several permits of one semaphore: each
+// Acquire with it takes one more, each Release gives one back. Permits are
+// set once with TrySetPermits, or changed with AddPermits; a Redis that
+// loses its data loses them too (set them again). Waiters sleep on pub/sub
+// and wake when permits come back.
+//
+// Client.CountDownLatch is Java's CountDownLatch across processes:
+// TrySetCount, CountDown (exactly once per call, also under resends and
+// give-ups) and Await, which sleeps on pub/sub until the count is 0. A latch
+// Redis has lost reads as 0: Await returns at once.
+//
 // # Options
 //
 // New takes functional options:
@@ -201,9 +249,28 @@
 //     acknowledged it (Redis WAIT), as Redisson's checkLockSyncedSlaves
 //     does; otherwise the lock is given back and the call fails with
 //     ErrNotReplicated. Default off (n 0).
+//   - WithHooks(h): report acquires, releases, holds (and why each
+//     ended), watchdog rounds and replica acknowledgements to h; see
+//     Observability. Default none.
 //
 // Options that are out of range make New fail; New never panics, nor does
 // any method on bad input.
+//
+// # Observability
+//
+// Hooks, set with WithHooks, is called by the engine that every primitive
+// runs on, so each primitive reports without code of its own: acquires
+// (outcome, wait, attempts, wake-ups, re-entry, fencing token), Unlock
+// calls, holds from their first level to their end with an EndReason,
+// watchdog rounds, replica acknowledgements. This package imports no
+// telemetry library; package rlockotel turns the hooks into OpenTelemetry
+// spans and metrics. Without hooks nothing is reported and nothing
+// allocated.
+//
+// Client.Inspect and Mutex.Inspect read a lock's state in Redis for
+// operators: holders and their counts, leases, the last fencing token, the
+// subscriptions waiting on it. They are diagnostics, not synchronisation:
+// never decide from them whether a lock may be taken or used.
 //
 // # Errors
 //
@@ -227,7 +294,7 @@
 //   - ErrInvalidDuration: a negative wait, a lease below MinLease, or an
 //     option's duration out of range.
 //   - ErrInvalidArgument: an option or MultiLock that cannot work: a nil
-//     logger, a negative replica count, a MultiLock of no or nil mutexes or
+//     logger or hooks, a negative replica count, a MultiLock of no or nil mutexes or
 //     with one lock twice, a RedLock with two mutexes of one Client.
 //
 // A call whose context ended wraps ctx.Err(); a Redis failure wraps the

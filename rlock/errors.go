@@ -41,6 +41,12 @@ var (
 	// no mutexes, a nil one, or two from one Client on one lock.
 	ErrInvalidArgument = errors.New("rlock: invalid argument")
 
+	// ErrUpgrade is returned at once by RWMutex.Lock and TryLock when the
+	// calling owner holds the read lock but not the write lock: it would
+	// wait for itself forever. RUnlock first (Go's sync.RWMutex and
+	// Redisson's RReadWriteLock do not upgrade either).
+	ErrUpgrade = errors.New("rlock: write lock asked by a read holder (upgrade)")
+
 	// ErrInvalidDuration is returned for a negative wait, or a lease or
 	// option duration out of range.
 	ErrInvalidDuration = errors.New("rlock: invalid duration")

@@ -1,11 +1,6 @@
 package rlock
 
-import (
-	"fmt"
-	"unique"
-
-	"github.com/rlock/rlock/internal/keys"
-)
+import "github.com/rlock/rlock/internal/keys"
 
 // GroupedMutex returns a handle on the lock called name in group. All locks
 // of one group share one Redis Cluster hash slot, so that a MultiLock over
@@ -23,18 +18,7 @@ func (c *Client) GroupedMutex(group, name string) *Mutex {
 	return newMutex(c, name, err, func(prefix string) keys.Keys { return keys.NewGrouped(prefix, group, name) })
 }
 
-// newMutex returns a handle on the lock called name whose keys keysOf
-// builds from the Client's prefix; invalid, when not nil, says why the name
-// cannot be a lock.
+// newMutex returns a handle on the lock called name; see newLock.
 func newMutex(c *Client, name string, invalid error, keysOf func(prefix string) keys.Keys) *Mutex {
-	m := &Mutex{c: c, name: name}
-	switch {
-	case c == nil || c.rc == nil:
-		m.err = ErrNilClient
-	case invalid != nil:
-		m.err = fmt.Errorf("%w: %w", ErrInvalidName, invalid)
-	default:
-		m.keys = unique.Make(keysOf(c.cfg.prefix))
-	}
-	return m
+	return &Mutex{newLock(c, name, mutexKind, invalid, keysOf)}
 }

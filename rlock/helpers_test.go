@@ -1,9 +1,13 @@
 package rlock_test
 
 import (
+	"context"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlock/rlock/internal/keys"
@@ -35,4 +39,26 @@ func sharedClient(t *testing.T, opts ...rlock.Option) *rlock.Client {
 // lockKeys are the Redis names of lock name under the default prefix.
 func lockKeys(name string) keys.Keys {
 	return keys.New(rlock.DefaultKeyPrefix, name)
+}
+
+// closeWhileRunning closes c while the goroutines of wg make calls on it,
+// and checks what every such test demands: Close returns promptly, every
+// call returns, no call met an error in bad (the calls put there the errors
+// that were neither their own result nor ErrClosed), and every lock context
+// of c in contexts is done. mu guards bad and contexts.
+func closeWhileRunning(t *testing.T, c *rlock.Client, wg *sync.WaitGroup, mu *sync.Mutex, bad *[]error, contexts *[]context.Context) {
+	t.Helper()
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	require.NoError(t, c.Close())
+	assert.Less(t, time.Since(start), 2*time.Second, "Close returns promptly")
+	waitGroup(t, wg, 10*time.Second, "every call returns after Close")
+
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Empty(t, *bad, "calls ended only with their own result or ErrClosed")
+	assert.NotEmpty(t, *contexts, "the Client took locks before it closed")
+	for _, lctx := range *contexts {
+		assert.Error(t, lctx.Err(), "every lock context of the closed Client is done")
+	}
 }

@@ -12,8 +12,8 @@ import (
 
 // holdKey is the context key under which a lock context carries its hold.
 type holdKey struct {
-	c   *Client
-	key string
+	c  *Client
+	id holdID
 }
 
 // errDeadlinePassed is the cause of a hold whose local lease deadline passed
@@ -30,6 +30,8 @@ type hold struct {
 	c     *Client
 	id    holdID
 	token int64
+	ref   LockRef   // names the lock to the hooks
+	since time.Time // when the hold began
 
 	life *lifetime // done when the hold ends; its cause says why
 
@@ -40,19 +42,23 @@ type hold struct {
 	expiry   *time.Timer    // fires at the local deadline
 }
 
-func newHold(c *Client, id holdID, token int64) *hold {
-	return &hold{c: c, id: id, token: token, life: newLifetime()}
+// newHold returns owner id's new hold on l, whose first level was granted
+// with token.
+func newHold(l *lock, id holdID, token int64) *hold {
+	h := &hold{c: l.c, id: id, token: token, ref: l.ref(), since: time.Now(), life: newLifetime()}
+	h.hookStart()
+	return h
 }
 
 // bind returns a context derived from parent that carries h and is done when
 // h ends (with h's cause), or when parent is done.
 func (h *hold) bind(parent context.Context) context.Context {
-	return h.life.bind(parent, holdKey{h.c, h.id.key}, h)
+	return h.life.bind(parent, holdKey{h.c, h.id}, h)
 }
 
 // carriedBy reports whether ctx already carries h.
 func (h *hold) carriedBy(ctx context.Context) bool {
-	carried, _ := ctx.Value(holdKey{h.c, h.id.key}).(*hold)
+	carried, _ := ctx.Value(holdKey{h.c, h.id}).(*hold)
 	return carried == h
 }
 
@@ -150,6 +156,7 @@ func (h *hold) finish(cause error) {
 	if watched != nil {
 		h.c.dog.Remove(watched)
 	}
+	h.hookEnd(cause, watched != nil)
 }
 
 // drift is the allowance for clock-rate differences between this process and

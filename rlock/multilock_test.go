@@ -189,7 +189,7 @@ func TestRedLockWatchdog(t *testing.T) {
 
 	require.NoError(t, ms.nodes[0].Kill(t.Context()))
 	require.NoError(t, ms.nodes[0].Restart(t.Context()))
-	require.Eventually(t, func() bool { return ms.held(t, name) == 5 }, 5*lease, 20*time.Millisecond,
+	require.Eventually(t, func() bool { return ms.held(t, name) == 5 }, 10*lease, 20*time.Millisecond,
 		"the restarted node's part is taken again")
 	require.NoError(t, ctx.Err(), "losing one node of five loses nothing")
 

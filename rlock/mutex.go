@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-	"unique"
-
-	"github.com/rlock/rlock/internal/keys"
 )
 
 // Mutex is a reentrant lock shared through Redis by every process that
@@ -23,18 +20,21 @@ import (
 // with cause ErrLockLost, no later than the moment another owner could take
 // the lock.
 type Mutex struct {
-	c    *Client
-	name string
-	keys unique.Handle[keys.Keys] // interned: handles of one lock share one copy
-	err  error                    // set when the handle is unusable
+	lock
+}
+
+// engine returns m's lock engine, nil for a nil handle: the engine's
+// methods answer ErrNilClient then, where a promoted call would panic.
+func (m *Mutex) engine() *lock {
+	if m == nil {
+		return nil
+	}
+	return &m.lock
 }
 
 // Name returns the lock's name.
 func (m *Mutex) Name() string {
-	if m == nil {
-		return ""
-	}
-	return m.name
+	return m.engine().Name()
 }
 
 // Lock waits until the lock is free or held by ctx's owner, takes it, and
@@ -42,7 +42,7 @@ func (m *Mutex) Name() string {
 // the final Unlock. Lock returns an error when ctx is done first (wrapping
 // ctx.Err()), when Redis fails, or after Close.
 func (m *Mutex) Lock(ctx context.Context) (context.Context, error) {
-	lctx, _, err := m.acquire(ctx, waitForever, 0)
+	lctx, _, err := m.engine().acquire(ctx, waitForever, 0)
 	return lctx, err
 }
 
@@ -51,9 +51,9 @@ func (m *Mutex) Lock(ctx context.Context) (context.Context, error) {
 // (or just before, by the clock-drift allowance).
 func (m *Mutex) LockFor(ctx context.Context, lease time.Duration) (context.Context, error) {
 	if err := validLease(lease); err != nil {
-		return ctx, m.wrap(err)
+		return ctx, m.engine().wrap(err)
 	}
-	lctx, _, err := m.acquire(ctx, waitForever, lease)
+	lctx, _, err := m.engine().acquire(ctx, waitForever, lease)
 	return lctx, err
 }
 
@@ -64,27 +64,29 @@ func (m *Mutex) LockFor(ctx context.Context, lease time.Duration) (context.Conte
 func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, bool, error) {
 	lease, err := tryLockArgs(wait, lease)
 	if err != nil {
-		return ctx, false, m.wrap(err)
+		return ctx, false, m.engine().wrap(err)
 	}
-	return m.acquire(ctx, wait, lease)
+	return m.engine().acquire(ctx, wait, lease)
 }
 
-// check reports why m cannot make calls with ctx, if it cannot.
-func (m *Mutex) check(ctx context.Context) error {
-	switch {
-	case m == nil || m.c == nil:
-		return ErrNilClient
-	case m.err != nil:
-		return m.err
-	case ctx == nil:
-		return ErrNilContext
-	}
-	return m.c.usable()
+// Unlock leaves one level of the hold that ctx's owner has; the last level
+// frees the lock, stops its renewal, ends its context, and wakes a waiter.
+// It returns ErrNotHeld when that owner does not hold the lock, leaving the
+// real holder's lock intact.
+//
+// Unlock runs even when ctx is already done, bounded by the retry timeout,
+// so that a cancelled request does not leave its lock held. If it fails for
+// another reason, renewal stops all the same and the lease frees the lock;
+// calling Unlock again with the same context retries it.
+func (m *Mutex) Unlock(ctx context.Context) error {
+	return m.engine().unlock(ctx)
 }
 
-// wrap names the lock in err.
-func (m *Mutex) wrap(err error) error {
-	return fmt.Errorf("%w (lock %q)", err, m.Name())
+// ForceUnlock deletes the lock whoever holds it and wakes a waiter. It
+// reports whether there was a lock to delete. This Client's own holds on the
+// lock end with ErrLockLost.
+func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
+	return m.engine().forceUnlock(ctx)
 }
 
 // tryLockArgs checks TryLock's wait and lease and returns the lease to

@@ -39,6 +39,8 @@ type config struct {
 
 	replicas       int           // WithReplicaAck: replicas that must acknowledge an acquire
 	replicaTimeout time.Duration // how long WAIT waits for them
+
+	hooks Hooks // WithHooks; nil: nothing is reported
 }
 
 // leaseOr returns lease, or the watchdog's lease for 0: what a request sets

@@ -15,27 +15,30 @@ import (
 // script's reply and when the request was first sent. With WithReplicaAck
 // it also waits for the replicas, and takes back a level they did not
 // acknowledge, failing with ErrNotReplicated.
-func (m *Mutex) sendAcquire(ctx context.Context, call scriptCall, s *slot) ([]int64, time.Time, error) {
+func (l *lock) sendAcquire(ctx context.Context, call scriptCall, s *slot) ([]int64, time.Time, error) {
 	keys, args := call.keys, call.args
-	if m.c.cfg.replicas == 0 {
-		return exchange(ctx, m.c, s, func(ctx context.Context, seq, superseded string) ([]int64, error) {
+	if l.c.cfg.replicas == 0 {
+		return exchange(ctx, l.c, s, func(ctx context.Context, seq, superseded string) ([]int64, error) {
 			args[1], args[4] = seq, superseded
-			return lua.Acquire.Exec(ctx, m.c.rc, keys, args).AsIntSlice()
+			return l.kind.acquire.Exec(ctx, l.c.rc, keys, args).AsIntSlice()
 		})
 	}
-	res, sent, err := exchange(ctx, m.c, s, func(ctx context.Context, seq, superseded string) (ackedReply, error) {
+	res, sent, err := exchange(ctx, l.c, s, func(ctx context.Context, seq, superseded string) (ackedReply, error) {
 		args[1], args[4] = seq, superseded
-		return m.c.acquireAcked(ctx, keys, args)
+		return l.c.acquireAcked(ctx, l.kind.acquireSource, keys, args)
 	})
 	if err != nil {
 		return nil, sent, err
 	}
 	g, err := parseGrant(res.reply)
-	if err != nil || !g.acquired || res.acks >= int64(m.c.cfg.replicas) {
+	if err == nil && g.acquired {
+		l.replicaAcked(ctx, res.acks, sent)
+	}
+	if err != nil || !g.acquired || res.acks >= int64(l.c.cfg.replicas) {
 		return res.reply, sent, err
 	}
-	err = fmt.Errorf("%w: %d of %d replicas within %v", ErrNotReplicated, res.acks, m.c.cfg.replicas, m.c.cfg.replicaTimeout)
-	if rerr := m.giveBack(ctx, s, s.count, "an acquire the replicas did not acknowledge"); rerr != nil {
+	err = fmt.Errorf("%w: %d of %d replicas within %v", ErrNotReplicated, res.acks, l.c.cfg.replicas, l.c.cfg.replicaTimeout)
+	if rerr := l.giveBack(ctx, s, s.count, "an acquire the replicas did not acknowledge"); rerr != nil {
 		err = errors.Join(err, rerr)
 	}
 	return nil, sent, err
@@ -51,14 +54,12 @@ type ackedReply struct {
 // acquireAcked sends the acquire script and WAIT in one round trip on one
 // dedicated connection: WAIT counts only the writes of its own connection.
 // On a Cluster both go to the node of the lock's slot.
-func (c *Client) acquireAcked(ctx context.Context, keys, args []string) (ackedReply, error) {
+func (c *Client) acquireAcked(ctx context.Context, script lua.Source, keys, args []string) (ackedReply, error) {
 	var out ackedReply
 	err := c.rc.Dedicated(func(dc rueidis.DedicatedClient) error {
-		script := lua.AcquireSource.EvalSHA(dc.B(), keys, args)
-		res := dc.DoMulti(ctx, script, c.waitCommand(dc))
+		res := dc.DoMulti(ctx, script.EvalSHA(dc.B(), keys, args), c.waitCommand(dc))
 		if re, ok := rueidis.IsRedisErr(res[0].Error()); ok && re.IsNoScript() {
-			script = lua.AcquireSource.Eval(dc.B(), keys, args)
-			res = dc.DoMulti(ctx, script, c.waitCommand(dc))
+			res = dc.DoMulti(ctx, script.Eval(dc.B(), keys, args), c.waitCommand(dc))
 		}
 		reply, err := res[0].AsIntSlice()
 		if err != nil {

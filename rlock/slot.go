@@ -5,12 +5,7 @@ import "context"
 // holdID names one owner's hold on one lock within a Client.
 type holdID struct {
 	key   string // the lock's hash key
-	field string // <clientID>:<ownerToken>
-}
-
-// holdID names owner o's hold on m.
-func (m *Mutex) holdID(o *owner) holdID {
-	return holdID{key: m.keys.Value().Hash, field: m.c.field(o)}
+	field string // <clientID>:<ownerToken>, and the kind's suffix
 }
 
 // slot is one owner's standing on one lock in this Client: the hold count
@@ -86,11 +81,17 @@ func (c *Client) drop(s *slot) {
 	}
 }
 
-// setHold makes h the slot's current hold. The caller has the turn.
+// setHold makes h the slot's current hold. The caller has the turn. A hold
+// granted after Close collected the Client's holds is ended as they were:
+// nothing would end it otherwise until its lease ran out.
 func (c *Client) setHold(s *slot, h *hold) {
 	c.mu.Lock()
 	s.hold = h
+	closed := c.slots == nil
 	c.mu.Unlock()
+	if closed {
+		h.finish(errHoldClosed)
+	}
 }
 
 // activeHold returns the slot's hold if it has not ended. The caller has

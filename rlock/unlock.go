@@ -18,43 +18,39 @@ const (
 	freed     released = 2 // no level left: the lock is free
 )
 
-// Unlock leaves one level of the hold that ctx's owner has; the last level
-// frees the lock, stops its renewal, ends its context, and wakes a waiter.
-// It returns ErrNotHeld when that owner does not hold the lock, leaving the
-// real holder's lock intact.
-//
-// Unlock runs even when ctx is already done, bounded by the retry timeout,
-// so that a cancelled request does not leave its lock held. If it fails for
-// another reason, renewal stops all the same and the lease frees the lock;
-// calling Unlock again with the same context retries it.
-func (m *Mutex) Unlock(ctx context.Context) error {
-	if err := m.check(ctx); err != nil {
-		return m.wrap(err)
+// unlock leaves one level of the hold of l's kind that ctx's owner has,
+// even when ctx is done (bounded by the retry timeout); see Mutex.Unlock.
+func (l *lock) unlock(ctx context.Context) (err error) {
+	if err := l.check(ctx); err != nil {
+		return l.wrap(err)
 	}
+	t := l.traceRelease(ctx)
+	defer func() { t.end(l, err) }()
 	o, ok := ownerFrom(ctx)
 	if !ok {
-		return m.wrap(ErrNotHeld)
+		return l.wrap(ErrNotHeld)
 	}
-	uctx, cancel := m.c.detached(ctx)
+	uctx, cancel := l.c.detached(ctx)
 	defer cancel()
-	s, err := m.c.take(uctx, m.holdID(o))
+	s, err := l.c.take(uctx, l.holdID(o))
 	if err != nil {
-		return m.wrap(fmt.Errorf("rlock: release: %w", err))
+		return l.wrap(fmt.Errorf("rlock: release: %w", err))
 	}
-	defer m.c.give(s)
+	defer l.c.give(s)
 	if s.count == 0 {
-		m.settle(uctx, s)
-		return m.wrap(ErrNotHeld)
+		l.settle(uctx, s)
+		return l.wrap(ErrNotHeld)
 	}
-	result, err := m.leave(uctx, s, s.count-1)
+	result, err := l.leave(uctx, s, s.count-1)
+	t.record(s, result)
 	switch {
 	case err != nil:
 		if h := s.activeHold(); h != nil {
-			h.finish(fmt.Errorf("%w: unlock failed: %w", ErrLockLost, err))
+			h.finish(fmt.Errorf("%w: %w", errUnlockFailed, err))
 		}
-		return m.wrap(err)
+		return l.wrap(err)
 	case result == notHeld:
-		return m.wrap(ErrNotHeld)
+		return l.wrap(ErrNotHeld)
 	}
 	return nil
 }
@@ -64,12 +60,12 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 // that was granted and cannot be kept, or what a call whose reply was lost
 // may have done. A failure is logged as about what; the lease then frees
 // the level.
-func (m *Mutex) giveBack(ctx context.Context, s *slot, target int, what string) error {
-	rctx, cancel := m.c.detached(ctx)
+func (l *lock) giveBack(ctx context.Context, s *slot, target int, what string) error {
+	rctx, cancel := l.c.detached(ctx)
 	defer cancel()
-	_, err := m.leave(rctx, s, target)
+	_, err := l.leave(rctx, s, target)
 	if err != nil {
-		m.c.cfg.logger.Warn("rlock: could not give back "+what+"; its lease will free it", "key", m.keys.Value().Hash, "err", err)
+		l.c.cfg.logger.Warn("rlock: could not give back "+what+"; its lease will free it", "key", l.keys.Value().Hash, "err", err)
 	}
 	return err
 }
@@ -78,12 +74,15 @@ func (m *Mutex) giveBack(ctx context.Context, s *slot, target int, what string) 
 // slot s's turn, within ctx, and records the outcome in s: the count left,
 // and the end of the hold when no level is left (a loss when Redis says the
 // owner held none).
-func (m *Mutex) leave(ctx context.Context, s *slot, target int) (released, error) {
-	keys := []string{m.keys.Value().Hash, m.keys.Value().Channel, m.keys.Value().Fence}
-	args := []string{s.id.field, "", strconv.Itoa(max(target, 0)), m.c.publish, "", m.c.fenceMs}
-	reply, _, err := exchange(ctx, m.c, s, func(ctx context.Context, seq, superseded string) ([]int64, error) {
+func (l *lock) leave(ctx context.Context, s *slot, target int) (released, error) {
+	keys := []string{l.keys.Value().Hash, l.keys.Value().Channel, l.keys.Value().Fence}
+	args := []string{s.id.field, "", strconv.Itoa(max(target, 0)), l.c.publish, "", l.c.fenceMs}
+	if l.kind.releaseMore != nil {
+		keys = append(keys, l.kind.releaseMore(l)...)
+	}
+	reply, _, err := exchange(ctx, l.c, s, func(ctx context.Context, seq, superseded string) ([]int64, error) {
 		args[1], args[4] = seq, superseded
-		return lua.Release.Exec(ctx, m.c.rc, keys, args).AsIntSlice()
+		return l.kind.release.Exec(ctx, l.c.rc, keys, args).AsIntSlice()
 	})
 	if err != nil {
 		return 0, fmt.Errorf("rlock: release: %w", err)
@@ -125,20 +124,20 @@ func parseRelease(reply []int64) (released, int, error) {
 	return 0, 0, fmt.Errorf("rlock: unexpected release reply %v", reply)
 }
 
-// ForceUnlock deletes the lock whoever holds it and wakes a waiter. It
-// reports whether there was a lock to delete. This Client's own holds on the
-// lock end with ErrLockLost.
-func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
-	if err := m.check(ctx); err != nil {
-		return false, m.wrap(err)
+// forceUnlock deletes the resource's hash whoever holds it and wakes a
+// waiter; this Client's holds on it end with ErrLockLost. See
+// Mutex.ForceUnlock.
+func (l *lock) forceUnlock(ctx context.Context) (bool, error) {
+	if err := l.check(ctx); err != nil {
+		return false, l.wrap(err)
 	}
-	keys := []string{m.keys.Value().Hash, m.keys.Value().Channel}
-	reply, err := lua.ForceRelease.Exec(ctx, m.c.rc, keys, []string{m.c.publish}).AsInt64()
+	keys := []string{l.keys.Value().Hash, l.keys.Value().Channel}
+	reply, err := lua.ForceRelease.Exec(ctx, l.c.rc, keys, []string{l.c.publish}).AsInt64()
 	if err != nil {
-		return false, m.wrap(fmt.Errorf("rlock: force release: %w", err))
+		return false, l.wrap(fmt.Errorf("rlock: force release: %w", err))
 	}
-	for _, h := range m.c.holdsOn(m.keys.Value().Hash) {
-		h.finish(fmt.Errorf("%w: force-unlocked", ErrLockLost))
+	for _, h := range l.c.holdsOn(l.keys.Value().Hash) {
+		h.finish(errForceUnlocked)
 	}
 	return reply == 1, nil
 }

@@ -14,20 +14,14 @@ import (
 // channel first and only then retries, so an unlock between the two cannot
 // be missed; between attempts it sleeps until a wake-up or until the
 // holder's lease would run out (a lock that expires publishes nothing), never
-// polling while the holder is alive.
-func (m *Mutex) wait(ctx context.Context, o *owner, wait, lease time.Duration) (context.Context, grant, error) {
-	deadline := waitDeadline(wait)
-	sctx := ctx
-	if !deadline.IsZero() {
-		var cancel context.CancelFunc
-		sctx, cancel = context.WithDeadline(ctx, deadline)
-		defer cancel()
+// polling while the holder is alive. t, which may be nil, counts the
+// attempts and wake-ups for the hooks.
+func (l *lock) wait(ctx context.Context, o *owner, wait, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
+	w, deadline, err := l.subscribe(ctx, wait, "")
+	if w == nil {
+		return ctx, grant{}, err
 	}
-	w, err := m.c.subs.Subscribe(sctx, m.keys.Value().Channel)
-	if err != nil {
-		return ctx, grant{}, m.subscribeFailed(ctx, err)
-	}
-	lctx, g, err := m.retry(ctx, w, o, deadline, lease)
+	lctx, g, err := l.retry(ctx, w, o, deadline, lease, t)
 	// A wake-up this waiter was handed but did not turn into the lock goes
 	// on to the next waiter.
 	w.Done(g.acquired)
@@ -38,25 +32,54 @@ func (m *Mutex) wait(ctx context.Context, o *owner, wait, lease time.Duration) (
 // lease would run out, or deadline (zero: none) passes. The hold id is made
 // per attempt, not kept while the waiter sleeps: a thousand sleeping
 // waiters are a thousand ids less.
-func (m *Mutex) retry(ctx context.Context, w *pubsub.Waiter, o *owner, deadline time.Time, lease time.Duration) (context.Context, grant, error) {
+func (l *lock) retry(ctx context.Context, w *pubsub.Waiter, o *owner, deadline time.Time, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
 	for {
-		lctx, g, err := m.attempt(ctx, m.holdID(o), lease, true)
+		lctx, g, err := l.attempt(ctx, l.holdID(o), lease, true)
+		t.attempted()
 		if err != nil || g.acquired {
 			return lctx, g, err
 		}
-		pause, ok := capPause(deadline, nextCheck(g.pttl, m.c.cfg.lease))
+		pause, ok := capPause(deadline, nextCheck(g.pttl, l.c.cfg.lease))
 		if !ok {
 			return ctx, grant{}, nil
 		}
-		// One channel for messages and the time, and Close closes it too
-		// (the attempt then fails with ErrClosed): each case of a select
-		// costs a sleeping waiter memory.
-		w.WakeAfter(pause)
-		select {
-		case <-w.Wake():
-		case <-ctx.Done():
-			return ctx, grant{}, fmt.Errorf("rlock: wait: %w", doneErr(ctx))
+		if err := sleep(ctx, w, pause); err != nil {
+			return ctx, grant{}, err
 		}
+		t.woke()
+	}
+}
+
+// subscribe starts a wait of wait (waitForever: until ctx is done) on the
+// lock's unlock channel, as a waiter named tag ("" for none), and returns
+// the waiter and when the wait ends (the zero time: never). A nil waiter
+// comes with what acquire reports: nil for a wait that ran out first.
+func (l *lock) subscribe(ctx context.Context, wait time.Duration, tag string) (*pubsub.Waiter, time.Time, error) {
+	deadline := waitDeadline(wait)
+	sctx := ctx
+	if !deadline.IsZero() {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
+	w, err := l.c.subs.SubscribeAs(sctx, l.keys.Value().Channel, tag)
+	if err != nil {
+		return nil, deadline, l.subscribeFailed(ctx, err)
+	}
+	return w, deadline, nil
+}
+
+// sleep waits until w wakes or pause has passed, and fails when ctx is done
+// first. One channel serves messages and the time, and Close closes it too
+// (the next attempt then fails with ErrClosed): each case of a select costs
+// a sleeping waiter memory.
+func sleep(ctx context.Context, w *pubsub.Waiter, pause time.Duration) error {
+	w.WakeAfter(pause)
+	select {
+	case <-w.Wake():
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("rlock: wait: %w", doneErr(ctx))
 	}
 }
 
@@ -76,7 +99,7 @@ func nextCheck(pttl, lease time.Duration) time.Duration {
 
 // subscribeFailed maps a failed subscription to what acquire reports: a wait
 // that ran out is no error, a done ctx or a closed Client are.
-func (m *Mutex) subscribeFailed(ctx context.Context, err error) error {
+func (l *lock) subscribeFailed(ctx context.Context, err error) error {
 	switch {
 	case ctx.Err() != nil:
 		return fmt.Errorf("rlock: wait: %w", doneErr(ctx))

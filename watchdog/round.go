@@ -41,7 +41,11 @@ func (w *Watchdog) renew(ctx context.Context, now time.Time) {
 	sent := time.Now()
 	replies := w.send(ctx, r.execs)
 
-	w.tally(ctx, r, replies, sent)
+	stats := w.tally(ctx, r, replies, sent)
+	if w.onRound != nil && ctx.Err() == nil { // a round Close cut short failed for no fault of Redis
+		stats.Calls, stats.Duration = len(r.execs), time.Since(sent)
+		w.onRound(stats)
+	}
 	w.notify(ctx, r, sent)
 	r.reset()
 }
@@ -79,8 +83,10 @@ func (r *round) batch(cluster bool, lease string) {
 // due again a period after sent; a lost one leaves the watchdog; the holds
 // of a failed batch are retried on the next tick. Holds removed while the
 // round was out are left alone. Then it releases the Removes waiting for
-// the round. Failures are logged unless Close cut the round short.
-func (w *Watchdog) tally(ctx context.Context, r *round, replies []rueidis.RedisResult, sent time.Time) {
+// the round. Failures are logged unless Close cut the round short. It
+// returns the holds renewed, lost and failed.
+func (w *Watchdog) tally(ctx context.Context, r *round, replies []rueidis.RedisResult, sent time.Time) RoundStats {
+	var stats RoundStats
 	var failed, failedHolds int
 	var firstErr error
 
@@ -110,14 +116,17 @@ func (w *Watchdog) tally(ctx context.Context, r *round, replies []rueidis.RedisR
 			case err != nil:
 				h.phase = waiting
 				w.wheel.schedule(h, retry)
+				stats.Failed++
 			case renewed[i] == 1:
 				h.phase = waiting
 				h.pending = callRenewed
 				w.wheel.schedule(h, next)
+				stats.Renewed++
 			default:
 				h.phase = gone
 				h.pending = callLost
 				w.count--
+				stats.Lost++
 			}
 		}
 	}
@@ -129,6 +138,7 @@ func (w *Watchdog) tally(ctx context.Context, r *round, replies []rueidis.RedisR
 		w.log.Warn("watchdog: renewal failed; retrying on the next tick",
 			"batches", failed, "holds", failedHolds, "err", firstErr)
 	}
+	return stats
 }
 
 // notify runs the callbacks that tally called for, outside the lock.

@@ -30,6 +30,20 @@ type Config struct {
 	Lease time.Duration
 	// Logger receives renewal failures, at Warn. nil discards them.
 	Logger *slog.Logger
+	// Round, if not nil, is called on the watchdog's goroutine after each
+	// round that sent renewals, with what the round did, before the
+	// round's callbacks run; not for a round that Close cut short. It must
+	// not block.
+	Round func(RoundStats)
+}
+
+// RoundStats is what one renewal round did.
+type RoundStats struct {
+	Calls    int           // renew script calls (batches)
+	Renewed  int           // holds the replies confirmed
+	Lost     int           // holds the replies found gone
+	Failed   int           // holds of batches that failed, retried on the next tick
+	Duration time.Duration // from sending the round to its replies
 }
 
 // Watchdog renews the leases of its holds from one goroutine until they are
@@ -40,6 +54,7 @@ type Watchdog struct {
 	lease   string        // Lease in ms: the renew script's ARGV[1]
 	period  time.Duration // Lease/3: between renewals, and the bound on a round
 	log     *slog.Logger
+	onRound func(RoundStats) // Config.Round
 
 	cancel context.CancelFunc // stops run
 	done   chan struct{}      // closed when run has returned
@@ -87,6 +102,7 @@ func newWatchdog(rc rueidis.Client, cfg Config) (*Watchdog, error) {
 		lease:   strconv.FormatInt(cfg.Lease.Milliseconds(), 10),
 		period:  period,
 		log:     log,
+		onRound: cfg.Round,
 		done:    make(chan struct{}),
 		wake:    make(chan struct{}, 1),
 		wheel:   newWheel(period),

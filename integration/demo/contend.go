@@ -22,9 +22,9 @@ type section struct {
 	start, end time.Time
 }
 
-// contend runs workers in clients rlock Clients, each taking the lock rounds
-// times, and returns every critical section they ran.
-func contend(ctx context.Context, node *redistest.Node, clients, workers, rounds int) ([]section, error) {
+// contend runs workers in clients rlock Clients, made with opts, each
+// taking the lock rounds times, and returns every critical section they ran.
+func contend(ctx context.Context, node *redistest.Node, clients, workers, rounds int, opts ...rlock.Option) ([]section, error) {
 	var (
 		mu       sync.Mutex
 		sections []section
@@ -37,7 +37,7 @@ func contend(ctx context.Context, node *redistest.Node, clients, workers, rounds
 			return nil, err
 		}
 		defer rc.Close()
-		client, err := rlock.New(rc)
+		client, err := rlock.New(rc, opts...)
 		if err != nil {
 			return nil, err
 		}

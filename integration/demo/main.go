@@ -1,7 +1,9 @@
 // Command demo starts its own Redis, runs workers in several rlock Clients
 // that contend for one lock, prints each hold and handoff as it happens, and
 // ends by checking from the fencing tokens that no two workers ever held the
-// lock at once.
+// lock at once. Last, it prints a summary of the metrics the locks reported
+// through rlockotel (acquisitions, waits, lost holds), read from the
+// OpenTelemetry SDK's manual reader.
 //
 //	go run ./integration/demo
 package main
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rlock/rlock/internal/redistest"
+	"github.com/rlock/rlock/rlock"
 )
 
 func main() {
@@ -37,7 +40,12 @@ func run(clients, workers, rounds int) error {
 	defer node.Close()
 	fmt.Printf("redis %s (%s backend)\n", node.Addr(), node.Backend())
 
-	sections, err := contend(ctx, node, clients, workers, rounds)
+	m, err := newMetrics()
+	if err != nil {
+		return err
+	}
+	defer m.provider.Shutdown(context.Background())
+	sections, err := contend(ctx, node, clients, workers, rounds, rlock.WithHooks(m.hooks))
 	if err != nil {
 		return err
 	}
@@ -46,5 +54,13 @@ func run(clients, workers, rounds int) error {
 	}
 	fmt.Printf("ok: %d critical sections by %d workers in %d Clients; fencing tokens strictly increase and no two holds overlapped\n",
 		len(sections), clients*workers, clients)
+	s, err := m.summarise(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Println(s)
+	if s.acquisitions != uint64(len(sections)) || s.lost != 0 {
+		return fmt.Errorf("the metrics disagree with the run: %v for %d sections", s, len(sections))
+	}
 	return nil
 }

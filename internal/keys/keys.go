@@ -6,8 +6,8 @@
 //	P{enc(G)}/enc2(N)      lock N of group G (NewGrouped)
 //
 // and are the base itself (the hash), base+":unlock" (the channel),
-// base+":token" (the fencing counter) and base+":fence" (the give-up
-// fences). enc percent-encodes '%' and '}', so the lock's hash tag always
+// base+":token" (the fencing counter), base+":fence" (the give-up
+// fences) and base+":queue" (a fair lock's waiters). enc percent-encodes '%' and '}', so the lock's hash tag always
 // ends at the brace New adds, and all keys of a lock share one Cluster slot:
 // the one of enc(N), or of enc(G) for every lock of group G. enc2
 // percent-encodes '%' and ':', so a grouped name ends where a suffix starts.
@@ -33,6 +33,9 @@ type Keys struct {
 	// Fence holds the give-up fences: per-owner request sequence numbers,
 	// recorded only when a request's outcome was unknown.
 	Fence string
+	// Queue holds a fair lock's waiters in line: per waiter its ticket,
+	// its own lease, the seq of its latest call and the lease to grant it.
+	Queue string
 }
 
 // CheckName reports why name cannot name a lock: only the empty name
@@ -81,7 +84,7 @@ func NewGrouped(prefix, group, name string) Keys {
 // base made by New ends at its tag's '}' and a grouped name holds no ':', so
 // no key's suffix can be read as part of another lock's base.
 func fromBase(base string) Keys {
-	return Keys{Hash: base, Channel: base + ":unlock", Token: base + ":token", Fence: base + ":fence"}
+	return Keys{Hash: base, Channel: base + ":unlock", Token: base + ":token", Fence: base + ":fence", Queue: base + ":queue"}
 }
 
 // escape percent-encodes '%' and special in s, and nothing else.

@@ -26,7 +26,7 @@ func TestLayout(t *testing.T) {
 		{NewGrouped("rlock:", "t}1", "orders:2024/05%"), "rlock:{t%7D1}/orders%3A2024/05%25"},
 	} {
 		assert.Equal(t, Keys{
-			Hash: tc.base, Channel: tc.base + ":unlock", Token: tc.base + ":token", Fence: tc.base + ":fence",
+			Hash: tc.base, Channel: tc.base + ":unlock", Token: tc.base + ":token", Fence: tc.base + ":fence", Queue: tc.base + ":queue",
 		}, tc.keys)
 	}
 }
@@ -87,7 +87,7 @@ func TestChecks(t *testing.T) {
 }
 
 // all returns every key and channel of a lock.
-func all(k Keys) []string { return []string{k.Hash, k.Channel, k.Token, k.Fence} }
+func all(k Keys) []string { return []string{k.Hash, k.Channel, k.Token, k.Fence, k.Queue} }
 
 // keysOf returns the keys of a lock of its own (group ignored), or of name in
 // group, and false when the arguments are not valid.

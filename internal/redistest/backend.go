@@ -73,15 +73,15 @@ var available = sync.OnceValues(func() ([]string, error) {
 	return out, nil
 })
 
-// startServer starts a Redis on backend with extra redis-server arguments.
-func startServer(ctx context.Context, backend string, args []string) (server, error) {
+// startServer starts a Redis on backend as cfg says.
+func startServer(ctx context.Context, backend string, cfg Config) (server, error) {
 	switch backend {
 	case External:
 		return externalServer(os.Getenv("REDIS_ADDR")), nil
 	case Docker:
-		return startContainer(ctx, args)
+		return startContainer(ctx, cfg.Args)
 	case Process:
-		return startProcess(ctx, args)
+		return startProcess(ctx, launcher{env: cfg.Env}, cfg.Args)
 	}
 	return nil, fmt.Errorf("redistest: unknown backend %q", backend)
 }

@@ -128,9 +128,16 @@ func (c *Cluster) Nodes() []*Node {
 // NewClient returns a rueidis cluster client seeded with every master's
 // address; the caller closes it.
 func (c *Cluster) NewClient() (rueidis.Client, error) {
-	opt := ClientOption(c.nodes[0].Addr())
-	opt.InitAddress = c.Addrs()
-	return newModeClient(opt, rueidis.ClientModeCluster, "cluster")
+	return newModeClient(ClusterClientOption(c.Addrs()), rueidis.ClientModeCluster, "cluster")
+}
+
+// ClusterClientOption is how the harness's cluster clients connect, seeded
+// with the masters at addrs: what NewClient uses, for clients made in other
+// processes.
+func ClusterClientOption(addrs []string) rueidis.ClientOption {
+	opt := ClientOption(addrs[0])
+	opt.InitAddress = addrs
+	return opt
 }
 
 // Client returns a rueidis cluster client, closed when t ends.

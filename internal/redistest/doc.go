@@ -20,6 +20,14 @@
 // killed and restarted empty on the same address, and put behind a Proxy
 // that slows or cuts the link.
 //
+// For faults a loopback proxy cannot make, Netns builds a private network
+// of Linux network namespaces (root, iproute2, iptables): Redis and client
+// processes each in a namespace of their own, and the links between them
+// cut one way or both, made lossy or slow. A FakeClock puts a process
+// node's wall clock under the test's control, so that it can jump.
+// Sentinel.KillMaster and Cluster.KillMaster crash a master and return once
+// its replica serves and the killed node is back as a replica.
+//
 // ForEachSetup runs a suite on every backend and on a Cluster, each given as
 // a Setup. LastingKeys, Subscribers, AssertNoSubscribers and ReadStats read a
 // lock's state and the server's counters from Redis itself, naming keys and

@@ -35,7 +35,7 @@ type member struct {
 // run child processes: their servers must reach each other at the addresses
 // clients dial, which published container ports are not.
 func startMember(ctx context.Context, conf string, extra []string) (member, error) {
-	s, err := startProcessConf(ctx, conf, extra)
+	s, err := startProcessConf(ctx, launcher{}, conf, extra)
 	if err != nil {
 		return member{}, err
 	}

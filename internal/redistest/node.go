@@ -18,6 +18,9 @@ type Config struct {
 	Backend string
 	// Args are extra redis-server arguments, such as "--maxmemory", "1mb".
 	Args []string
+	// Env is added to redis-server's environment (Process backend only),
+	// such as a FakeClock's.
+	Env []string
 }
 
 // Node is one real Redis server and the means to hurt it.
@@ -38,7 +41,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			return nil, fmt.Errorf("redistest: %w", err)
 		}
 	}
-	srv, err := startServer(ctx, backend, cfg.Args)
+	if cfg.Env != nil && backend != Process {
+		return nil, fmt.Errorf("redistest: an environment for redis-server needs the %s backend, not %s", Process, backend)
+	}
+	srv, err := startServer(ctx, backend, cfg)
 	if err != nil {
 		return nil, err
 	}

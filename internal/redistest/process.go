@@ -13,28 +13,38 @@ import (
 	"syscall"
 )
 
-// processServer is redis-server run as a child process on a loopback port.
+// processServer is redis-server run as a child process on a loopback port,
+// or, launched by a launcher, in a network namespace or under a fake clock.
 type processServer struct {
-	port string
-	args []string // the full argument list, reused by restart
-	dir  string   // working directory: logs, and cluster or sentinel files
+	port   string
+	args   []string // the full argument list, reused by restart
+	dir    string   // working directory: logs, and cluster or sentinel files
+	launch launcher
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd     // nil while killed
 	exited chan struct{} // closed when cmd has exited and been reaped
 }
 
+// launcher says how redis-server is started, where the plain way will not
+// do.
+type launcher struct {
+	host   string   // the address it listens on and is dialled at; 127.0.0.1 when empty
+	prefix []string // a command that runs redis-server, such as ip netns exec
+	env    []string // added to the environment, such as libfaketime's
+}
+
 // startProcess runs redis-server on a free loopback port. A port taken by
 // someone else between choosing and binding it is retried.
-func startProcess(ctx context.Context, extra []string) (*processServer, error) {
-	return startProcessConf(ctx, "", extra)
+func startProcess(ctx context.Context, l launcher, extra []string) (*processServer, error) {
+	return startProcessConf(ctx, l, "", extra)
 }
 
 // startProcessConf is startProcess with a config file: unless conf is empty,
 // it is written to redis.conf in the server's own directory and named first
 // on the command line, the one place redis-server reads a config file from.
 // Sentinel needs such a file, and rewrites it with what it learns.
-func startProcessConf(ctx context.Context, conf string, extra []string) (*processServer, error) {
+func startProcessConf(ctx context.Context, l launcher, conf string, extra []string) (*processServer, error) {
 	dir, err := os.MkdirTemp("", "redistest-*")
 	if err != nil {
 		return nil, err
@@ -53,8 +63,11 @@ func startProcessConf(ctx context.Context, conf string, extra []string) (*proces
 		if err != nil {
 			return nil, errors.Join(err, os.RemoveAll(dir))
 		}
-		s := &processServer{port: port, dir: dir}
-		s.args = slices.Concat(lead, baseArgs(port), []string{"--bind", "127.0.0.1", "--dir", dir, "--logfile", "redis.log"}, extra)
+		if l.host == "" {
+			l.host = "127.0.0.1"
+		}
+		s := &processServer{port: port, dir: dir, launch: l}
+		s.args = slices.Concat(lead, baseArgs(port), []string{"--bind", l.host, "--dir", dir, "--logfile", "redis.log"}, extra)
 		if last = s.restart(ctx); last == nil {
 			return s, nil
 		}
@@ -62,7 +75,7 @@ func startProcessConf(ctx context.Context, conf string, extra []string) (*proces
 	return nil, errors.Join(last, os.RemoveAll(dir))
 }
 
-func (s *processServer) addr() string { return net.JoinHostPort("127.0.0.1", s.port) }
+func (s *processServer) addr() string { return net.JoinHostPort(s.launch.host, s.port) }
 
 // restart starts redis-server with the node's arguments and waits for PING.
 func (s *processServer) restart(ctx context.Context) error {
@@ -71,8 +84,12 @@ func (s *processServer) restart(ctx context.Context) error {
 	if s.cmd != nil {
 		return errors.New("redistest: restart of a running server")
 	}
-	cmd := exec.Command("redis-server", s.args...)
+	argv := slices.Concat(s.launch.prefix, []string{"redis-server"}, s.args)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = s.dir
+	if s.launch.env != nil {
+		cmd.Env = append(os.Environ(), s.launch.env...)
+	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("redistest: start redis-server: %w", err)
 	}

@@ -154,10 +154,17 @@ func (s *Sentinel) Master(ctx context.Context) (*Node, error) {
 // the master, and asks again each sentinelRefresh in case it missed a
 // +switch-master; the caller closes it.
 func (s *Sentinel) NewClient() (rueidis.Client, error) {
-	opt := ClientOption(s.sentinels[0].Addr())
-	opt.InitAddress = s.SentinelAddrs()
+	return newModeClient(SentinelClientOption(s.SentinelAddrs()), rueidis.ClientModeSentinel, "sentinel")
+}
+
+// SentinelClientOption is how the harness's sentinel clients connect,
+// through the sentinels at addrs: what NewClient uses, for clients made in
+// other processes.
+func SentinelClientOption(addrs []string) rueidis.ClientOption {
+	opt := ClientOption(addrs[0])
+	opt.InitAddress = addrs
 	opt.Sentinel = rueidis.SentinelOption{MasterSet: masterName, TopologyRefreshInterval: sentinelRefresh}
-	return newModeClient(opt, rueidis.ClientModeSentinel, "sentinel")
+	return opt
 }
 
 // Client returns a rueidis sentinel client, closed when t ends.
@@ -175,13 +182,9 @@ func (s *Sentinel) Client(t testing.TB) rueidis.Client {
 func (s *Sentinel) Failover(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
-	old, err := s.Master(ctx)
+	old, next, err := s.roles(ctx)
 	if err != nil {
 		return err
-	}
-	next := s.data[0]
-	if next.Node == old {
-		next = s.data[1]
 	}
 	rc := s.sentinels[0].admin
 	// A sentinel whose news of the replica is stale refuses with
@@ -198,7 +201,56 @@ func (s *Sentinel) Failover(ctx context.Context) error {
 	if err = errors.Join(err, answer); err != nil {
 		return fmt.Errorf("redistest: SENTINEL FAILOVER: %w", err)
 	}
-	err = poll(ctx, func(ctx context.Context) error {
+	return s.awaitPromoted(ctx, old, next)
+}
+
+// KillMaster kills the master, as a crash would, and returns once every
+// sentinel names the replica master and it answers ROLE as one; then it
+// restarts the killed node, empty, and waits until the sentinels have made
+// it a replica of the new master, in sync. Holds that the replica had not
+// received are lost.
+func (s *Sentinel) KillMaster(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
+	old, next, err := s.roles(ctx)
+	if err != nil {
+		return err
+	}
+	if err := old.Kill(ctx); err != nil {
+		return fmt.Errorf("redistest: kill master %s: %w", old.Addr(), err)
+	}
+	if err := s.awaitPromoted(ctx, old, next); err != nil {
+		return err
+	}
+	if err := old.Restart(ctx); err != nil {
+		return fmt.Errorf("redistest: restart %s: %w", old.Addr(), err)
+	}
+	restarted := s.data[0]
+	if restarted.Node != old {
+		restarted = s.data[1]
+	}
+	if err := poll(ctx, func(ctx context.Context) error { return linkUp(ctx, restarted.admin) }); err != nil {
+		return fmt.Errorf("redistest: %s did not become a replica again: %w", old.Addr(), err)
+	}
+	return nil
+}
+
+// roles returns the master now and the data node a failover promotes.
+func (s *Sentinel) roles(ctx context.Context) (*Node, member, error) {
+	old, err := s.Master(ctx)
+	if err != nil {
+		return nil, member{}, err
+	}
+	if s.data[0].Node == old {
+		return old, s.data[1], nil
+	}
+	return old, s.data[0], nil
+}
+
+// awaitPromoted waits until every sentinel names next master, in place of
+// old, and next answers ROLE as one.
+func (s *Sentinel) awaitPromoted(ctx context.Context, old *Node, next member) error {
+	err := poll(ctx, func(ctx context.Context) error {
 		for _, m := range s.sentinels {
 			addr, err := masterAddr(ctx, m.admin)
 			if err != nil {

@@ -1,0 +1,73 @@
+#!lua
+-- fair_acquire: acquire.lua for a fair lock: owners get the lock in the
+-- order in which they queued; a re-entry never queues.
+--
+-- KEYS[1..3], ARGV[1..7] and the reply as acquire.lua, and
+-- KEYS[4] queue             P{N}:queue (see queue.lua)
+-- KEYS[5] unlock channel    P{N}:unlock, for the hand-over message
+-- ARGV[7] '1' when the caller waits: a refused call queues it, or keeps
+--         its place and renews its entry's own lease
+-- ARGV[8] publish command   'publish', or 'spublish' on a Cluster
+-- ARGV[9] an entry's own lease in ms: the watchdog's, which renews it
+-- ARGV[10] '1' when ARGV[4] is the watchdog's lease: a lock handed over
+--         lasts what is left of the entry's own lease; else ARGV[4]
+--
+-- A free lock goes to the caller only when nobody lives in the queue ahead
+-- of it. Otherwise it goes to the waiter longest in the queue, handed over
+-- (queue.lua) as a release does, and the caller is refused with the new
+-- holder's pttl: a lock that expired is handed on by the first call that
+-- finds it so.
+local hash, fences, queue, owner = KEYS[1], KEYS[3], KEYS[4], ARGV[1]
+local seq, superseded = tonumber(ARGV[2]), tonumber(ARGV[5])
+local seqField = owner .. '#seq'
+
+-- Fast path: no lock, no fences, nobody queued.
+if redis.call('exists', hash, fences, queue) == 0 then
+    return take(false)
+end
+
+for _, key in ipairs({hash, fences, queue}) do
+    local t = redis.call('type', key).ok
+    if t ~= 'hash' and t ~= 'none' then
+        return redis.error_reply('WRONGTYPE lock key ' .. key .. ' is not a hash')
+    end
+end
+local held = redis.call('hmget', hash, owner, seqField)
+if held[1] then
+    return reenter(held)
+end
+local entry = redis.call('hmget', queue, owner .. '#seq', owner .. '#exp')
+if tonumber(redis.call('hget', fences, owner) or '0') >= seq or tonumber(entry[1] or '0') >= seq then
+    return {2, 0}
+end
+fence(fences, owner, superseded, ARGV[6])
+local now = nowMs()
+if entry[1] and tonumber(entry[2]) <= now then
+    dequeue(queue, owner) -- its own lease passed: it starts again at the back
+    entry[1] = false
+end
+if redis.call('exists', hash) == 0 then
+    local first, after, f = head(queue, now)
+    if not first or first == owner then
+        if first then
+            dequeue(queue, owner)
+        end
+        return take(false)
+    end
+    local err = handOver(hash, KEYS[2], queue, KEYS[5], ARGV[8], first, after, f, now)
+    if err then
+        return err
+    end
+end
+if ARGV[7] == '1' then
+    if not entry[1] then
+        redis.call('hset', queue, owner, redis.call('hincrby', queue, '#tail', 1))
+    end
+    local grant = ARGV[4]
+    if ARGV[10] == '1' then
+        grant = '0'
+    end
+    redis.call('hset', queue, owner .. '#exp', now + tonumber(ARGV[9]), owner .. '#seq', seq, owner .. '#lease', grant)
+    lengthen(queue, ARGV[9])
+end
+return {0, redis.call('pttl', hash)}

@@ -1,0 +1,44 @@
+-- holders: the helper the semaphore's scripts share; scripts.go puts it
+-- after their first line (the shebang), so that each stays one script.
+--
+-- A semaphore's holders hash keeps, for each holder F (an owner field):
+-- F -> permits it holds, F#seq -> the seq of its latest call that applied
+-- (see acquire.lua), and F#exp -> the Redis time in ms at which its own
+-- lease ends (see renew.lua); and 'waiters' while someone may wait. A
+-- holder whose F#exp has passed holds nothing: its process died or lost
+-- it, and its permits are free again.
+
+-- holders reads the holders of hash at now, and returns the permits the
+-- live ones hold, the earliest end of their leases (nil when none live),
+-- the permits of the expired ones, and the hash's fields (field -> value)
+-- less the expired holders'. With drop, the expired ones are deleted.
+local function holders(hash, now, drop)
+    local all = redis.call('hgetall', hash)
+    local fields, count, ends = {}, {}, {}
+    for i = 1, #all, 2 do
+        local f, tail = all[i], string.sub(all[i], -4)
+        fields[f] = all[i + 1]
+        if tail == '#exp' then
+            ends[string.sub(f, 1, -5)] = tonumber(all[i + 1])
+        elseif tail ~= '#seq' and f ~= 'waiters' then
+            count[f] = tonumber(all[i + 1])
+        end
+    end
+    local live, earliest, expired = 0, nil, 0
+    for f, n in pairs(count) do
+        local e = ends[f]
+        if e and e > now then
+            live = live + n
+            if not earliest or e < earliest then
+                earliest = e
+            end
+        else
+            expired = expired + n
+            fields[f], fields[f .. '#seq'], fields[f .. '#exp'] = nil, nil, nil
+            if drop then
+                redis.call('hdel', hash, f, f .. '#seq', f .. '#exp')
+            end
+        end
+    end
+    return live, earliest, expired, fields
+end

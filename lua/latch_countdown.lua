@@ -1,0 +1,55 @@
+#!lua
+-- latch_countdown: count a count-down latch down by one, exactly once per
+-- request; at 0 every waiter is told.
+--
+-- KEYS[1] latch hash        P{N}:latch: 'count', and C#seq -> the seq of
+--                           Client C's latest call that counted
+-- KEYS[2] channel           P{N}:latch:unlock
+-- KEYS[3] fences            P{N}:latch:fence
+-- ARGV[1] Client id C
+-- ARGV[2] seq               this call's sequence number: above every earlier
+--                           call of C (C's calls on one latch take turns)
+-- ARGV[3] first             the seq of the request's first call: a resend
+--                           carries it so that it does not count twice
+-- ARGV[4] superseded        the highest seq of C whose reply never came, or 0
+-- ARGV[5] fence life in ms
+-- ARGV[6] publish command   'publish', or 'spublish' on a Cluster
+-- ARGV[7] '1' to count down, '0' only to settle: fence the lost calls and
+--         tell whether one of them counted
+--
+-- Reply: {1, count}  the request counted (this call, or an earlier call of
+--                    it whose reply was lost); count is what is left
+--        {0, count}  nothing counted: the latch was at 0 or unset, or (to
+--                    settle) no call of the request counted
+--        {2, 0}      stale: a superseded copy; nothing was done
+--
+-- At 0 the hash keeps count 0 for a fence life, so that a request whose
+-- reply was lost can still be told, then expires: a latch at 0 and an unset
+-- latch are the same to every other script.
+local hash, fences, client = KEYS[1], KEYS[3], ARGV[1]
+local seq, first, superseded = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local seqField = client .. '#seq'
+
+local htype, ftype = redis.call('type', hash).ok, redis.call('type', fences).ok
+if (htype ~= 'hash' and htype ~= 'none') or (ftype ~= 'hash' and ftype ~= 'none') then
+    return redis.error_reply('WRONGTYPE latch key ' .. hash .. ' or ' .. fences .. ' is not a hash')
+end
+local state = redis.call('hmget', hash, 'count', seqField)
+local count, last = tonumber(state[1] or '0'), tonumber(state[2] or '0')
+if last >= seq or tonumber(redis.call('hget', fences, client) or '0') >= seq then
+    return {2, 0}
+end
+fence(fences, client, superseded, ARGV[5])
+if last >= first then
+    return {1, count}
+end
+if ARGV[7] ~= '1' or count <= 0 then
+    return {0, count}
+end
+count = count - 1
+redis.call('hset', hash, 'count', count, seqField, seq)
+if count == 0 then
+    redis.call('pexpire', hash, ARGV[5])
+    redis.call(ARGV[6], KEYS[2], 'all')
+end
+return {1, count}

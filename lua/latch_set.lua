@@ -1,0 +1,20 @@
+#!lua
+-- latch_set: set a count-down latch's count when it is 0 or unset.
+--
+-- KEYS[1] latch hash        P{N}:latch (see latch_countdown.lua)
+-- ARGV[1] count, > 0
+--
+-- Reply: 1 when it set the count, 0 when the latch was counting already.
+-- The hash is made persistent again: a latch at 0 expires, a counting one
+-- does not. The Clients' C#seq fields stay: sequence numbers only grow.
+local hash = KEYS[1]
+local t = redis.call('type', hash).ok
+if t ~= 'hash' and t ~= 'none' then
+    return redis.error_reply('WRONGTYPE latch key ' .. hash .. ' is not a hash')
+end
+if tonumber(redis.call('hget', hash, 'count') or '0') > 0 then
+    return 0
+end
+redis.call('hset', hash, 'count', ARGV[1])
+redis.call('persist', hash)
+return 1

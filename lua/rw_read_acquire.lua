@@ -1,0 +1,59 @@
+#!lua
+-- rw read acquire: take or re-enter a read hold of a read-write lock for
+-- one owner, exactly once. KEYS, ARGV and the reply are acquire.lua's
+-- (ARGV[1] is the owner's read field, B:r); see rw.lua for the hash.
+--
+-- Granted when no other owner holds the write lock and no writer waits, or
+-- as a re-entry (a reader already holding never waits behind a writer: it
+-- would deadlock), or to the write holder itself (downgrade), or to a
+-- reader that a write release admitted (rw.lua's admit) ahead of the
+-- writers waiting. A refused reader that waits (ARGV[7] '1') leaves a
+-- mark, B:r#wait, and its reply's pttl is at most half the lease, as a
+-- waiting writer's (see rw_write_acquire.lua). The token is the counter's
+-- value: the token of the latest write hold before this one. Refused:
+-- {0, pttl} with pttl the time until what refused it (the write hold's or
+-- the waiting writers' own lease) ends, if nobody renews it.
+local hash, owner, lease = KEYS[1], ARGV[1], tonumber(ARGV[4])
+local writeField = string.sub(owner, 1, -3) .. ':w'
+local now = nowMs()
+
+local function take()
+    local token, err = currentToken(KEYS[2])
+    if not token then
+        return err
+    end
+    redis.call('hincrby', hash, 'nr', 1)
+    return grantNew(now, token)
+end
+
+local reply, held = acquiring(now, take, 'w', 'wait', owner .. '#admit')
+if reply then
+    return reply
+end
+
+-- refuse tells the caller to wait for pttl at most; a caller that waits
+-- leaves a mark, which the next write release turns into an admission.
+local function refuse(pttl)
+    fence(KEYS[3], owner, tonumber(ARGV[5]), ARGV[6])
+    redis.call('hset', hash, 'waiters', 1)
+    if ARGV[7] == '1' then
+        pttl = markWaiting(hash, owner, now, pttl, math.max(math.floor(lease / 2), 1))
+    end
+    return {0, pttl}
+end
+
+local writer = held[5]
+if writer then
+    local ends = tonumber(redis.call('hget', hash, writer .. '#exp') or '0')
+    if ends <= now then
+        redis.call('hdel', hash, writer, writer .. '#seq', writer .. '#exp', 'w')
+        writer = nil
+    elseif writer ~= writeField then
+        return refuse(ends - now)
+    end
+end
+local admitted = held[7] and tonumber(held[7]) > now
+if not writer and not admitted and held[6] and tonumber(held[6]) > now then
+    return refuse(tonumber(held[6]) - now)
+end
+return take()

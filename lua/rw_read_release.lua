@@ -1,0 +1,34 @@
+#!lua flags=allow-oom
+-- rw read release: set one owner's read hold count lower, exactly once.
+-- KEYS, ARGV and the reply are release.lua's (ARGV[1] is the owner's read
+-- field, B:r); see rw.lua for the hash.
+--
+-- At count 0 the read hold goes; while other read holds are in the hash
+-- ('nr', see rw.lua's prune) nothing else is to be done. When it was the
+-- last live read hold (and
+-- no admitted reader is still to come), the hash goes too unless a hold,
+-- mark or admission lives, and if anyone waits the channel is told 'all'
+-- (pubsub.WakeAll): a waiting writer may now write. (All, not one: the
+-- local queue of a Client mixes readers, which a waiting writer still
+-- holds back, with writers.) A caller that does not hold the lock (a
+-- reader that gave up waiting) gets {0, 0}, and its mark or admission is
+-- removed.
+local hash = KEYS[1]
+local reply, held, now, live = releasing()
+if reply then
+    return reply
+end
+if live and tonumber(redis.call('hget', hash, 'nr') or '0') > 0 then
+    return {2, 0} -- other read holds are there: nothing more to do
+end
+local st = prune(hash, now)
+if st.live == 0 then
+    redis.call('del', hash)
+end
+if held[4] and (live or held[6]) and st.readers == 0 and st.admitted == 0 then
+    redis.call(ARGV[4], KEYS[2], 'all')
+end
+if live then
+    return {2, 0}
+end
+return {0, 0}

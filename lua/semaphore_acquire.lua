@@ -1,0 +1,72 @@
+#!lua
+-- semaphore_acquire: take one more permit of a semaphore for one owner,
+-- exactly once. It takes acquire.lua's KEYS, ARGV and replies, so rlock's
+-- request engine (sequence numbers, fences, settling, renewal) serves
+-- permits as it serves locks; only KEYS[2] and the token differ.
+--
+-- KEYS[1] holders hash      P{N}:semaphore (see holders.lua)
+-- KEYS[2] permits           P{N}:semaphore:permits: the number of permits
+-- KEYS[3] fences            P{N}:semaphore:fence
+-- ARGV[1] owner field F     <clientID>:<ownerToken>
+-- ARGV[2] seq               this call's sequence number (see acquire.lua)
+-- ARGV[3] count             F's permits after the call when F holds some
+--                           (the client's confirmed count + 1)
+-- ARGV[4] lease in ms       F's own lease (F#exp), and the hash's
+-- ARGV[5] superseded        the highest seq of F whose reply never came, or 0
+-- ARGV[6] fence life in ms
+-- ARGV[7] '1' when the caller waits on the channel, else '0'
+--
+-- Reply: {1, count, 0}  granted: F holds count permits (no fencing token)
+--        {0, pttl}      no permit free: pttl is the time until the
+--                       earliest holder's lease ends, -1 when nobody holds
+--                       one (permits are 0 or fewer); the refusal marks
+--                       the hash so that a release publishes
+--        {2, 0}         stale: a superseded copy; nothing was done
+--
+-- Holders whose own lease passed are dropped first: their permits are
+-- free. A grant only lengthens F#exp and the hash's lease (PEXPIRE GT), so
+-- the hash outlives every live holder. No allow-oom, as acquire.lua.
+local hash, permits, fences, owner = KEYS[1], KEYS[2], KEYS[3], ARGV[1]
+local seq, superseded = tonumber(ARGV[2]), tonumber(ARGV[5])
+local seqField, expField = owner .. '#seq', owner .. '#exp'
+
+local htype, ptype, ftype = redis.call('type', hash).ok, redis.call('type', permits).ok, redis.call('type', fences).ok
+if (htype ~= 'hash' and htype ~= 'none') or (ptype ~= 'string' and ptype ~= 'none')
+    or (ftype ~= 'hash' and ftype ~= 'none') then
+    return redis.error_reply('WRONGTYPE semaphore key ' .. hash .. ', ' .. permits .. ' or ' .. fences .. ' has the wrong type')
+end
+local now = nowMs()
+local live, earliest, _, fields = holders(hash, now, true)
+local held = {fields[owner], fields[seqField], fields[expField]}
+if held[1] and tonumber(held[2]) >= seq then
+    return {2, 0}
+end
+if tonumber(redis.call('hget', fences, owner) or '0') >= seq then
+    return {2, 0}
+end
+fence(fences, owner, superseded, ARGV[6])
+
+local count, mine = 1, 0
+if held[1] then
+    count, mine = tonumber(ARGV[3]), tonumber(held[1])
+end
+if live - mine + count > tonumber(redis.call('get', permits) or '0') then
+    if redis.call('exists', hash) == 1 then
+        redis.call('hset', hash, 'waiters', 1)
+    end
+    if earliest then
+        return {0, earliest - now}
+    end
+    return {0, -1}
+end
+local lease = tonumber(ARGV[4])
+local ends = now + lease
+if held[3] and tonumber(held[3]) > ends then
+    ends = tonumber(held[3])
+end
+redis.call('hset', hash, owner, count, seqField, seq, expField, ends)
+if ARGV[7] == '1' then
+    redis.call('hset', hash, 'waiters', 1)
+end
+lengthen(hash, lease)
+return {1, count, 0}

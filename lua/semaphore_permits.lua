@@ -1,0 +1,35 @@
+#!lua
+-- semaphore_permits: set or change the number of permits of a semaphore.
+--
+-- KEYS[1] permits           P{N}:semaphore:permits
+-- KEYS[2] channel           P{N}:semaphore:unlock
+-- ARGV[1] 'set': set the permits to n when they were never set
+--         'add': add n, which may be negative
+-- ARGV[2] n
+-- ARGV[3] publish command   'publish', or 'spublish' on a Cluster
+--
+-- Reply: set: 1 when it set them, 0 when they were set already
+--        add: the permits after the call
+--
+-- Permits that came (set, or added n > 0) wake every waiter: a waiter
+-- refused before any holder existed marked nothing that a release would
+-- see, so only this message reaches it.
+local permits, n = KEYS[1], tonumber(ARGV[2])
+local t = redis.call('type', permits).ok
+if t ~= 'string' and t ~= 'none' then
+    return redis.error_reply('WRONGTYPE semaphore key ' .. permits .. ' is not a string')
+end
+local reply
+if ARGV[1] == 'set' then
+    if t == 'string' then
+        return 0
+    end
+    redis.call('set', permits, ARGV[2])
+    reply = 1
+else
+    reply = redis.call('incrby', permits, ARGV[2])
+end
+if n > 0 then
+    redis.call(ARGV[3], KEYS[2], 'all')
+end
+return reply

@@ -1,0 +1,236 @@
+package rlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rlock/rlock/pubsub"
+	"github.com/rlock/rlock/watchdog"
+)
+
+// fairWait is a fair lock's wait (kind.wait): the waiter subscribes under
+// its own field, so that a message addressed to it wakes it and nobody
+// else, and then asks in turn, which queues it in Redis. From then on it
+// sleeps until the lock is handed over to it (adopt), its wait ends, a
+// resubscription or ForceUnlock wakes it, or the holder's lease would run
+// out, and then asks again. When the waiter just ahead of it is handed the
+// lock, it is told that lease, and sleeps until it would run out. A wait
+// that ends without the lock leaves the queue, handing on a lock it was
+// handed meanwhile.
+func fairWait(l *lock, ctx context.Context, o *owner, wait, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
+	id := l.holdID(o)
+	w, deadline, err := l.subscribe(ctx, wait, id.field)
+	if w == nil {
+		return ctx, grant{}, err
+	}
+	q := &place{l: l, id: id, floor: l.c.seq.Load()}
+	lctx, g, err := q.wait(ctx, w, deadline, lease, t)
+	if !g.acquired {
+		q.leave(ctx)
+	}
+	q.end()
+	w.Done(g.acquired)
+	return lctx, g, err
+}
+
+// place is a waiter's place in a fair lock's queue as this process knows
+// it. The watchdog renews the entry's own lease, and anchor is the latest
+// send time of a request or renewal that found the waiter queued: Redis
+// ends the entry's lease, and a lock handed over to it, no sooner than
+// anchor plus the lease.
+type place struct {
+	l  *lock
+	id holdID
+	// floor is the Client's seq before the waiter's latest ask: a lock
+	// handed over after that ask names a later call of the waiter, and one
+	// handed over before it (which the ask found given up, expired or
+	// taken) an earlier one. Used by the waiter's goroutine only.
+	floor uint64
+	asked bool // an ask was sent: the waiter may be queued
+
+	mu      sync.Mutex
+	anchor  time.Time
+	watched *watchdog.Hold // renews the entry; nil before the first ask and after a loss
+}
+
+// wait is fairWait's loop; deadline (zero: none) ends it without the lock.
+func (q *place) wait(ctx context.Context, w *pubsub.Waiter, deadline time.Time, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
+	for {
+		var pause time.Duration
+		note, noted := w.Note()
+		if d, ok := parseNext(note); noted && ok {
+			// The lock went to the waiter just ahead: if that one died, the
+			// lock expires after d, and this waiter must ask for it then.
+			pause = d
+		} else {
+			if noted {
+				lctx, g, err := q.adopt(ctx, note, lease)
+				if err != nil || g.acquired {
+					return lctx, g, err
+				}
+			}
+			q.floor, q.asked = q.l.c.seq.Load(), true
+			sent := time.Now()
+			lctx, g, err := q.l.attempt(ctx, q.id, lease, true)
+			t.attempted()
+			if err != nil || g.acquired {
+				return lctx, g, err
+			}
+			if err := q.queued(sent); err != nil {
+				return ctx, grant{}, err
+			}
+			pause = nextCheck(g.pttl, q.l.c.cfg.lease)
+		}
+		pause, ok := capPause(deadline, pause)
+		if !ok {
+			return ctx, grant{}, nil
+		}
+		if err := sleep(ctx, w, pause); err != nil {
+			return ctx, grant{}, err
+		}
+		t.woke()
+	}
+}
+
+// queued records an ask sent at sent that Redis answered by queueing the
+// waiter (or keeping its place), and has the watchdog renew the entry.
+func (q *place) queued(sent time.Time) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if sent.After(q.anchor) {
+		q.anchor = sent
+	}
+	if q.watched != nil {
+		return nil
+	}
+	h := &watchdog.Hold{Key: q.l.keys.Value().Queue, Field: q.id.field, Renewed: q.renewed}
+	h.Lost = func() { q.lost(h) }
+	if err := q.l.c.dog.Add(h); err != nil {
+		if errors.Is(err, watchdog.ErrClosed) {
+			return ErrClosed
+		}
+		return fmt.Errorf("rlock: watchdog: %w", err)
+	}
+	q.watched = h
+	return nil
+}
+
+// renewed records a renewal of the entry sent at sent.
+func (q *place) renewed(sent time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if sent.After(q.anchor) {
+		q.anchor = sent
+	}
+}
+
+// lost records that the entry h renewed is gone: the lock was handed over
+// to the waiter, or its own lease ran out. The waiter's next ask tells
+// which, and queues it again if need be, under a new watchdog hold.
+func (q *place) lost(h *watchdog.Hold) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.watched == h {
+		q.watched = nil
+	}
+}
+
+// end stops the entry's renewal.
+func (q *place) end() {
+	q.mu.Lock()
+	h := q.watched
+	q.watched = nil
+	q.mu.Unlock()
+	if h != nil {
+		q.l.c.dog.Remove(h)
+	}
+}
+
+// adopt takes the lock that a release handed over to the waiter, as the
+// note of the message addressed to it says ("<seq> <token>"), without
+// asking Redis. Redis set the lock's lease from the entry's own lease (or
+// the fixed lease asked for) when it handed it over, after the anchor: so
+// the hold's local deadline is reckoned from the anchor, never from the
+// message's arrival. A note from before the waiter's latest ask, or one
+// this owner's slot has moved past (another call of the owner took the
+// lock, or has a request unsettled), or one whose local deadline has
+// passed already, is not adopted: the waiter asks Redis instead, which
+// knows.
+func (q *place) adopt(ctx context.Context, note string, lease time.Duration) (context.Context, grant, error) {
+	seq, token, ok := parseHandOver(note)
+	if !ok || seq <= q.floor {
+		return ctx, grant{}, nil
+	}
+	l := q.l
+	s, err := l.c.take(ctx, q.id)
+	if err != nil {
+		return ctx, grant{}, fmt.Errorf("rlock: acquire: %w", err)
+	}
+	defer l.c.give(s)
+	if s.count != 0 || s.unsettled != 0 || s.activeHold() != nil {
+		return ctx, grant{}, nil
+	}
+	q.mu.Lock()
+	anchor := q.anchor
+	q.mu.Unlock()
+	if set := l.c.leaseOr(lease); !time.Now().Before(anchor.Add(set - drift(set))) {
+		// Handed over too long ago for this process to know it still
+		// holds (it was frozen, say): ask Redis, which knows.
+		return ctx, grant{}, nil
+	}
+	g := grant{acquired: true, count: 1, token: token}
+	if err := l.keep(ctx, s, g, anchor, lease); err != nil {
+		return ctx, grant{}, fmt.Errorf("rlock: acquire: %w", err)
+	}
+	lctx, err := l.bound(ctx, s)
+	if err != nil {
+		return ctx, grant{}, fmt.Errorf("rlock: acquire: %w", err)
+	}
+	return lctx, g, nil
+}
+
+// parseNext reads the note that tells the waiter after a new holder how
+// long that holder's lease is: "next <ms>".
+func parseNext(note string) (time.Duration, bool) {
+	ms, ok := strings.CutPrefix(note, "next ")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(ms, 10, 64)
+	return fromMillis(n), err == nil
+}
+
+// parseHandOver reads a hand-over note, "<seq> <token>".
+func parseHandOver(note string) (seq uint64, token int64, ok bool) {
+	a, b, found := strings.Cut(note, " ")
+	seq, err1 := strconv.ParseUint(a, 10, 64)
+	token, err2 := strconv.ParseInt(b, 10, 64)
+	return seq, token, found && err1 == nil && err2 == nil
+}
+
+// leave takes the waiter out of the queue after a wait that ended without
+// the lock, and hands the lock on if a release handed it to the waiter
+// meanwhile: one release to count 0 in the owner's turn, which runs even
+// when ctx is done, bounded by the retry timeout. When it cannot run
+// (Close, Redis unreachable), the entry's own lease drops the waiter.
+func (q *place) leave(ctx context.Context) {
+	if !q.asked {
+		return
+	}
+	l := q.l
+	uctx, cancel := l.c.detached(ctx)
+	defer cancel()
+	s, err := l.c.take(uctx, q.id)
+	if err != nil {
+		return // closed: nothing renews the entry, and its lease drops it
+	}
+	defer l.c.give(s)
+	if s.count == 0 { // else another call of the owner holds it: not queued
+		l.giveBack(uctx, s, 0, "a place in the queue")
+	}
+}
