@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/rlock/rlock/internal/redistest"
 )
@@ -18,11 +19,12 @@ import (
 // can promise exclusion across such a jump. What must hold is fencing: the
 // store refuses the holder's write once a newer holder has written, even
 // while the holder still believes it holds the lock (the checker's "write
-// rejected in its hold's window"). The overlaps are counted and logged, not
+// rejected in its hold's window"), and the holder must learn of its loss at
+// that renewal (checkLossNoticed). The overlaps are counted and logged, not
 // failed: they are what a jump costs.
 func TestReliabilityClockJump(t *testing.T) {
 	runScenario(t, scenario{name: "redis-clock-jump", deploy: deployFakeClock, victim: victimLocal,
-		fault: (*run).jumpClock, tolerate: overlapCosts})
+		fault: (*run).jumpClock, tolerate: overlapCosts, after: (*run).checkLossNoticed})
 }
 
 // deployFakeClock is deploySingle with the node on a fake clock.
@@ -32,10 +34,12 @@ func deployFakeClock(t *testing.T, _ scenario, r *run) deployment {
 	return deployment{near: r.lock.Addr(), far: r.lock.Addr()}
 }
 
-// jumpClock moves the lock node's clock forward by the fault's length.
+// jumpClock moves the lock node's clock forward by the fault's length, and
+// leaves the holders as long again to notice.
 func (r *run) jumpClock(context.Context) (Op, error) {
 	op := Op{Kind: opFault, Proc: "harness", Start: monoNow(), Detail: fmt.Sprintf("redis clock jumped %v forward", r.fault)}
 	err := r.clock.Jump(r.fault)
+	time.Sleep(r.fault)
 	op.End = monoNow()
 	return op, err
 }

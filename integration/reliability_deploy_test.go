@@ -14,7 +14,19 @@ const (
 	modeNode     = ""         // one server: each Clients entry is its address
 	modeSentinel = "sentinel" // each Clients entry lists the sentinels, comma-separated
 	modeCluster  = "cluster"  // each Clients entry lists the masters, comma-separated
+	// Each Clients entry lists independent masters, comma-separated: a
+	// Client for each, and the workers take a RedLock over them.
+	modeRedLock = "redlock"
 )
+
+// masters is the address of each rlock Client that one Clients entry of a
+// process in mode makes: the entry itself, but for modeRedLock.
+func masters(mode, entry string) []string {
+	if mode == modeRedLock {
+		return strings.Split(entry, ",")
+	}
+	return []string{entry}
+}
 
 // deployment is where a scenario's lock lives and how each process reaches
 // it.

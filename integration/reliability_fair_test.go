@@ -18,11 +18,19 @@ func TestReliabilityFairHolderStopped(t *testing.T) {
 	runScenario(t, scenario{name: "fair-holder-stopped", victim: victimChild, fault: (*run).stopHolder, fair: true})
 }
 
-// lockOf is the lock called name that cfg's workers take through c, and
-// whether worker j of the Client only reads: a Mutex, a FairMutex, or an
-// RWMutex whose first worker writes and the others read.
-func lockOf(c *rlock.Client, cfg procConfig, name string, j int) (holdLocker, bool) {
+// lockOf is the lock called name that cfg's workers take through the
+// Clients of one Clients entry, and whether worker j of the entry only
+// reads: a Mutex, a FairMutex, an RWMutex whose first worker writes and the
+// others read, or, in modeRedLock, a RedLock over the entry's masters.
+func lockOf(set []*rlock.Client, cfg procConfig, name string, j int) (holdLocker, bool) {
+	c := set[0]
 	switch {
+	case cfg.Mode == modeRedLock:
+		mutexes := make([]*rlock.Mutex, len(set))
+		for i, c := range set {
+			mutexes[i] = c.Mutex(name)
+		}
+		return redLocker{rlock.NewRedLock(mutexes...)}, false
 	case cfg.Fair:
 		return c.FairMutex(name), false
 	case cfg.RW && j > 0:

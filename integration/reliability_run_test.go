@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -26,12 +25,11 @@ const (
 	reliabilityRetry = 400 * time.Millisecond // rlock.WithRetryTimeout
 	reliabilityWait  = 3 * time.Second        // TryLock's wait
 
-	briefRun      = 6 * time.Second // a run's least length without RLOCK_SOAK
+	briefRun      = 6 * time.Second // a brief run's least length
 	firstFault    = 1500 * time.Millisecond
 	recovery      = 2 * time.Second  // a run goes on at least this long after its last fault
-	faultCycle    = 6 * time.Second  // under RLOCK_SOAK, one fault per cycle at least
+	faultCycle    = 6 * time.Second  // in a soak run, one fault per cycle at least
 	maxIterations = 1000             // per worker in a brief run; a soak run is bounded by time
-	soakEnv       = "RLOCK_SOAK"     // e.g. RLOCK_SOAK=10m: each scenario runs that long
 	childGrace    = 30 * time.Second // how long after its run a child may take to exit
 )
 
@@ -54,6 +52,10 @@ type scenario struct {
 	// mayKeep says the fault may leave the victim its lock, so that no
 	// newer holder need write before the victim is told to go on.
 	mayKeep bool
+	// keeps says the fault must leave the victim its lock: the victim is
+	// told to go on as soon as the fault ends, and its hold must have
+	// outlived the fault (checkKept).
+	keeps bool
 	// repeat is how many faults a brief run injects; 0 means one.
 	repeat int
 	// lease is the lease of every Client; 0 means defaultLease. Every
@@ -83,6 +85,9 @@ type scenario struct {
 	linearizeWithin time.Duration
 	// after, if set, makes the scenario's own checks of the merged history.
 	after func(r *run, t *testing.T, ops []Op)
+	// soakFor, if not 0, makes the run a soak of that length, with a fault
+	// every cycle (faultCycle, or the fault and its recovery when longer).
+	soakFor time.Duration
 }
 
 // overlapCosts are the kinds of violation that follow from two owners
@@ -115,24 +120,27 @@ type run struct {
 	children []*child      // every child process started, in order
 	locks    []string      // the locks the workers contend for; the victim's first
 	lease    time.Duration // of every Client
+	mode     string        // how the processes reach the lock (deployment.mode)
 	fault    time.Duration // how long each fault lasts: longer than the lease
 	t        *testing.T
 	deadline time.Time // when workers start their last iteration
 }
 
-// runScenario runs sc, checks the merged history and logs a summary.
-func runScenario(t *testing.T, sc scenario) {
+// runScenario runs sc, checks the merged history, logs a summary, and
+// returns the verdict and how many faults it injected.
+func runScenario(t *testing.T, sc scenario) (verdict, int) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("reliability runs stop, kill and restart Redis: they need redis-server on PATH")
 	}
 	lease := cmp.Or(sc.lease, defaultLease)
 	r := &run{lease: lease, fault: cmp.Or(sc.faultFor, 2*lease), t: t}
-	length, soak := runLength(t, r.fault, max(sc.repeat, 1))
+	length, soak := runLength(sc, r.fault)
 	deploy := sc.deploy
 	if deploy == nil {
 		deploy = deploySingle
 	}
 	d := deploy(t, sc, r)
+	r.mode = d.mode
 	var storeArgs []string
 	if d.storeHost != "" {
 		storeArgs = []string{"--bind", "127.0.0.1", d.storeHost}
@@ -215,6 +223,7 @@ func runScenario(t *testing.T, sc scenario) {
 	if sc.after != nil {
 		sc.after(r, t, ops)
 	}
+	return v, faults
 }
 
 // opsOf is the history of lock: its workers' ops, and every fault.
@@ -252,26 +261,21 @@ func with(base procConfig, proc, dir string, sc scenario, where string, addrs ..
 	return base
 }
 
-// runLength is how long workers run: briefly, long enough for faults
-// faults of length fault with the recovery after each, or as RLOCK_SOAK
-// says.
-func runLength(t *testing.T, fault time.Duration, faults int) (length time.Duration, soak bool) {
+// runLength is how long workers run: as long as sc.soakFor says, or
+// briefly, long enough for sc's faults, each of length fault, with the
+// recovery after each.
+func runLength(sc scenario, fault time.Duration) (length time.Duration, soak bool) {
+	if sc.soakFor > 0 {
+		return sc.soakFor, true
+	}
 	// A fault takes up to a second more than its length: the victim must
 	// hold first, and a newer holder write after it.
-	brief := max(briefRun, firstFault+time.Duration(faults)*(fault+recovery+time.Second))
-	raw := os.Getenv(soakEnv)
-	if raw == "" {
-		return brief, false
-	}
-	d, err := time.ParseDuration(raw)
-	require.NoError(t, err, "%s=%q", soakEnv, raw)
-	require.GreaterOrEqual(t, d, brief, "%s is shorter than a brief run", soakEnv)
-	return d, true
+	return max(briefRun, firstFault+time.Duration(max(sc.repeat, 1))*(fault+recovery+time.Second)), false
 }
 
-// inject runs the scenario's fault once (sc.repeat times), or under
-// RLOCK_SOAK once per cycle while the run has room for it, and returns how
-// many it injected.
+// inject runs the scenario's fault once (sc.repeat times), or in a soak
+// run once per cycle while the run has room for it, and returns how many
+// it injected.
 func (r *run) inject(t *testing.T, sc scenario, length time.Duration, soak bool) int {
 	if sc.fault == nil {
 		return 0
@@ -303,11 +307,14 @@ func (r *run) inject(t *testing.T, sc scenario, length time.Duration, soak bool)
 // injectOnce injects the scenario's fault once, while the victim, if there
 // is one, holds the lock; then it lets the victim make its stale write.
 func (r *run) injectOnce(t *testing.T, sc scenario) {
-	var token int64
+	var mark int64
 	if r.victim != nil {
 		err := r.victim.send(cmdArm)
 		if err == nil {
-			token, err = r.victim.awaitHolding(10 * time.Second)
+			mark, err = r.victim.awaitHolding(10 * time.Second)
+		}
+		if err == nil && r.mode == modeRedLock {
+			mark, err = r.store.counter(t.Context()) // no token: wait for a count instead
 		}
 		if err != nil {
 			t.Errorf("victim: %v", err)
@@ -323,29 +330,39 @@ func (r *run) injectOnce(t *testing.T, sc scenario) {
 	if r.victim == nil {
 		return
 	}
-	if err := r.awaitNewerWrite(t.Context(), token); err != nil && !sc.mayKeep {
-		t.Errorf("no holder after the victim (token %d) wrote to the store: %v", token, err)
+	// Where the victim keeps its lock, nobody newer can hold: it goes on at once.
+	if !sc.keeps {
+		if err := r.awaitNewerHolder(t.Context(), mark); err != nil && !sc.mayKeep {
+			t.Errorf("no holder after the victim (mark %d) acted on the store: %v", mark, err)
+		}
 	}
 	if err := r.victim.send(cmdGo); err != nil {
 		t.Errorf("victim: %v", err)
 	}
 }
 
-// awaitNewerWrite waits until the store has accepted a write with a token
-// above token, so that the victim's write is known to be stale.
-func (r *run) awaitNewerWrite(ctx context.Context, token int64) error {
+// awaitNewerHolder waits until a holder after the victim has acted on the
+// store, so that the victim's write is known to be stale: until the store
+// has accepted a write with a token above mark, the victim's token, or, for
+// a RedLock, which has no tokens, until the counter has passed mark, its
+// value when the victim held.
+func (r *run) awaitNewerHolder(ctx context.Context, mark int64) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	ticker := time.NewTicker(20 * time.Millisecond)
 	defer ticker.Stop()
+	progress := r.store.maxToken
+	if r.mode == modeRedLock {
+		progress = r.store.counter
+	}
 	for {
-		seen, err := r.store.maxToken(ctx)
-		if err == nil && seen > token {
+		seen, err := progress(ctx)
+		if err == nil && seen > mark {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w (the store's highest token is %d; last error %v)", ctx.Err(), seen, err)
+			return fmt.Errorf("%w (the store is at %d; last error %v)", ctx.Err(), seen, err)
 		case <-ticker.C:
 		}
 	}

@@ -66,20 +66,25 @@ func runProcess(ctx context.Context, cfg procConfig, rec *recorder, ctl holdCont
 	if cfg.ReplicaAck > 0 {
 		opts = append(opts, rlock.WithReplicaAck(cfg.ReplicaAck, cfg.Lease/2))
 	}
-	for i, addr := range cfg.Clients {
-		rc, err := redistest.Dial(ctx, lockClientOption(cfg.Mode, addr))
-		if err != nil {
-			return errors.Join(fmt.Errorf("lock client %d: %w", i, err), closeAll())
+	for i, entry := range cfg.Clients {
+		// One rlock Client for the entry; in modeRedLock, one per master.
+		var set []*rlock.Client
+		for _, addr := range masters(cfg.Mode, entry) {
+			rc, err := redistest.Dial(ctx, lockClientOption(cfg.Mode, addr))
+			if err != nil {
+				return errors.Join(fmt.Errorf("lock client %d: %w", i, err), closeAll())
+			}
+			defer rc.Close()
+			c, err := rlock.New(rc, opts...)
+			if err != nil {
+				return errors.Join(fmt.Errorf("rlock client %d: %w", i, err), closeAll())
+			}
+			clients = append(clients, c)
+			set = append(set, c)
 		}
-		defer rc.Close()
-		c, err := rlock.New(rc, opts...)
-		if err != nil {
-			return errors.Join(fmt.Errorf("rlock client %d: %w", i, err), closeAll())
-		}
-		clients = append(clients, c)
 		for j := range cfg.Workers {
 			lock := cfg.Locks[j%len(cfg.Locks)]
-			mu, read := lockOf(c, cfg, lock, j)
+			mu, read := lockOf(set, cfg, lock, j)
 			tag := writerTag
 			if read {
 				tag = readerTag
@@ -222,12 +227,22 @@ func (w *worker) reenter(ctx context.Context, h *tracked) int {
 // counter's read-then-write. Nothing is done once the lock context is done,
 // except, when stale is set, the fenced write, to show the store refuses it.
 func (w *worker) work(ctx context.Context, h *tracked, stale bool) {
+	// A RedLock has no fencing token to write with: its holders only count.
+	if w.cfg.Mode == modeRedLock || w.write(ctx, h, stale) {
+		w.sleep(ctx, holdFor)
+		w.count(ctx, h)
+	}
+}
+
+// write makes the section's fenced write, and reports false when it
+// skipped it because the hold had ended (and stale was not set).
+func (w *worker) write(ctx context.Context, h *tracked, stale bool) bool {
 	op := w.op(opWrite, h.owner, h.token)
 	op.Start = monoNow()
 	if h.ctx.Err() != nil && !stale {
 		op.End, op.Outcome = op.Start, outSkipped
 		w.rec.add(op)
-		return
+		return false
 	}
 	op.Stale = h.ctx.Err() != nil
 	accepted, err := w.store.write(ctx, h.token, h.owner)
@@ -241,8 +256,7 @@ func (w *worker) work(ctx context.Context, h *tracked, stale bool) {
 		op.Outcome = outFailed
 	}
 	w.rec.add(op)
-	w.sleep(ctx, holdFor)
-	w.count(ctx, h)
+	return true
 }
 
 // count adds one to the counter by reading it and writing it back, which

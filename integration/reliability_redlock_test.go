@@ -1,0 +1,126 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlock/rlock/internal/redistest"
+	"github.com/rlock/rlock/rlock"
+)
+
+// TestReliabilityRedLockPartition runs the workers on a RedLock over three
+// independent masters, each in a network namespace of its own, and cuts
+// child process c0 off, both ways, from some of the masters for twice the
+// lease, while its victim worker holds the RedLock:
+//
+//   - minority (one master): c0 keeps a quorum, so the victim keeps its
+//     lock through the fault, and nobody else holds meanwhile;
+//   - majority (two masters): c0 loses its quorum, and the victim's
+//     context must be done before any other owner takes the lock, which
+//     happens once the cut-off parts expire on their masters.
+//
+// A RedLock has no fencing token (no one counter orders its holders), so
+// these histories are checked for exclusion, lost counter updates and
+// linearizability, not for fenced writes.
+func TestReliabilityRedLockPartition(t *testing.T) {
+	for _, p := range []struct {
+		name  string
+		cut   int // masters c0 is cut off from
+		keeps bool
+	}{
+		{"minority", 1, true},
+		{"majority", 2, false},
+	} {
+		t.Run(p.name, func(t *testing.T) {
+			sc := scenario{name: "redlock-" + p.name, deploy: deployRedLock, victim: victimChild, keeps: p.keeps,
+				lease: partitionLease, fault: cutMasters(p.name, p.cut)}
+			if p.keeps {
+				sc.after = (*run).checkKept
+			}
+			runScenario(t, sc)
+		})
+	}
+}
+
+// redLockMasters is how many masters a RedLock of the scenario spans.
+const redLockMasters = 3
+
+// deployRedLock runs redLockMasters Redis servers, and the child processes
+// c0 and c1, each in a namespace of its own; every process's Clients take
+// a RedLock over all the masters.
+func deployRedLock(t *testing.T, _ scenario, r *run) deployment {
+	r.netns = redistest.NewNetns(t)
+	addrs := make([]string, redLockMasters)
+	for i := range addrs {
+		host := masterHost(i)
+		r.netns.AddHost(t, host)
+		addrs[i] = r.netns.StartNode(t, host).Addr()
+	}
+	all := strings.Join(addrs, ",")
+	d := deployment{mode: modeRedLock, near: all, far: all, storeHost: r.netns.HostIP(), netns: map[string]string{}}
+	for _, proc := range []string{"c0", "c1"} {
+		r.netns.AddHost(t, proc)
+		d.netns[proc] = r.netns.Namespace(proc)
+	}
+	return d
+}
+
+// masterHost names the network host of master i.
+func masterHost(i int) string { return fmt.Sprintf("redis%d", i) }
+
+// cutMasters is the fault that cuts c0 off from the first n masters, both
+// ways.
+func cutMasters(name string, n int) func(*run, context.Context) (Op, error) {
+	var ways []way
+	for i := range n {
+		ways = append(ways, way{"c0", masterHost(i)}, way{masterHost(i), "c0"})
+	}
+	return impairLink("cut-"+name, ways, redistest.Impairment{Loss: 1})
+}
+
+// checkKept checks that the victim kept, through each fault, the hold it
+// had when the fault began: that hold was never seen lost, and its final
+// Unlock found it held.
+func (r *run) checkKept(t *testing.T, ops []Op) {
+	for _, fault := range ops {
+		if fault.Kind != opFault {
+			continue
+		}
+		var kept []string // owners of the victim's process holding across the fault
+		for _, rel := range ops {
+			if rel.Kind != opRelease || !rel.Final || rel.Proc != victimChild || rel.Start < fault.End {
+				continue
+			}
+			if acquiredBefore(ops, rel.Owner, fault.Start) {
+				kept = append(kept, rel.Owner)
+				assert.Equal(t, outOK, rel.Outcome, "%s's Unlock after the fault found its lock held", rel.Owner)
+			}
+		}
+		require.Len(t, kept, 1, "one hold of %s, the victim's, spans the fault %s", victimChild, fault.Detail)
+		for _, op := range ops {
+			assert.False(t, op.Kind == opLost && op.Owner == kept[0], "the victim %s lost its lock: %s", kept[0], op.Detail)
+		}
+	}
+}
+
+// acquiredBefore reports whether owner's first-level acquire returned,
+// holding, before at.
+func acquiredBefore(ops []Op, owner string, at int64) bool {
+	for _, op := range ops {
+		if op.Kind == opAcquire && op.Owner == owner && op.Depth == 1 && op.Outcome == outOK && op.End < at {
+			return true
+		}
+	}
+	return false
+}
+
+// redLocker is a RedLock as a holdLocker. A RedLock has no fencing token:
+// it reports token 0, and whether ctx still holds.
+type redLocker struct{ *rlock.MultiLock }
+
+func (redLocker) FencingToken(ctx context.Context) (int64, bool) { return 0, ctx.Err() == nil }

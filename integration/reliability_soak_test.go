@@ -1,0 +1,102 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlock/rlock/internal/redistest"
+)
+
+// soakEnv sets the soak's length: RLOCK_SOAK=30m runs TestReliabilitySoak
+// for thirty minutes. Unset, the soak runs briefly.
+const soakEnv = "RLOCK_SOAK"
+
+const (
+	// soakSegment is the longest run of the soak. The soak is a series of
+	// runs, back to back, each with a fresh deployment and its own
+	// history, so that porcupine checks histories of a bounded size.
+	soakSegment = 3 * time.Minute
+	// briefSoakFaults is how many faults a brief soak injects, at least.
+	briefSoakFaults = 3
+)
+
+// soakFault is one kind of fault the soak draws from.
+type soakFault struct {
+	name  string
+	fault func(r *run, ctx context.Context) (Op, error)
+}
+
+// soakFaults are the faults under which rlock promises exclusion, on one
+// deployment: a Redis and two child processes in network namespaces of
+// their own, child c0 the victim. (The clock jump and a restart without a
+// wait are left out: they break exclusion by design. Cluster and Sentinel
+// failovers need deployments of their own and run as their own scenarios.)
+var soakFaults = []soakFault{
+	{"holder-stopped", (*run).stopHolder},
+	{"holder-killed", (*run).killHolder},
+	{"redis-paused", (*run).pauseRedis},
+	{"redis-restarted", (*run).restartRedis},
+	{"cut-both", impairLink("cut-both", []way{{"c0", "redis"}, {"redis", "c0"}}, redistest.Impairment{Loss: 1})},
+	{"cut-to-redis", impairLink("cut-to-redis", []way{{"c0", "redis"}}, redistest.Impairment{Loss: 1})},
+	{"cut-from-redis", impairLink("cut-from-redis", []way{{"redis", "c0"}}, redistest.Impairment{Loss: 1})},
+	{"loss-both", impairLink("loss-both", []way{{"c0", "redis"}, {"redis", "c0"}}, redistest.Impairment{Loss: 0.5})},
+	{"slow-both", impairLink("slow-both", []way{{"c0", "redis"}, {"redis", "c0"}}, redistest.Impairment{Rate: "1kbit"})},
+}
+
+// TestReliabilitySoak contends for one lock from three processes while a
+// fault drawn at random from soakFaults hits the victim's hold every
+// faultCycle, for as long as RLOCK_SOAK says, in runs of at most
+// soakSegment; unset, one brief run of briefSoakFaults faults. Every run's
+// history must pass every check, with nothing tolerated, and each killed
+// holder's lock must come free within a lease. It logs the totals.
+func TestReliabilitySoak(t *testing.T) {
+	// Each fault takes its cycle and up to a second more (the victim must
+	// hold first); the last leaves its length and a recovery free.
+	total := firstFault + (briefSoakFaults+1)*faultCycle + 2*recovery
+	raw, long := os.LookupEnv(soakEnv)
+	if long {
+		d, err := time.ParseDuration(raw)
+		require.NoError(t, err, "%s=%q", soakEnv, raw)
+		total = d
+	}
+	var sum verdict
+	sum.margin = -1
+	faults, drawn := 0, map[string]int{}
+	for i, left := 0, total; left > 0; i, left = i+1, left-soakSegment {
+		t.Run(fmt.Sprintf("run%d", i), func(t *testing.T) {
+			v, n := runScenario(t, scenario{name: "soak", deploy: deployNetns, victim: victimChild, mayKeep: true,
+				lease: partitionLease, soakFor: min(left, soakSegment), fault: drawFault(drawn), after: (*run).checkFreedAfterKill})
+			sum.add(v)
+			faults += n
+		})
+	}
+	if !long {
+		require.GreaterOrEqual(t, faults, briefSoakFaults, "faults in a brief soak")
+	}
+	kinds := slices.Sorted(maps.Keys(drawn))
+	var counts []string
+	for _, k := range kinds {
+		counts = append(counts, fmt.Sprintf("%s=%d", k, drawn[k]))
+	}
+	t.Logf("soak total: length=%v ops=%d holds=%d sections=%d lost=%d stale_rejected=%d faults=%d (%s) violations=%d",
+		total, sum.ops, sum.holds, sum.sections, sum.lost, sum.staleRejected, faults, strings.Join(counts, " "), len(sum.violations))
+}
+
+// drawFault is a fault that, each time, injects one drawn at random from
+// soakFaults, and counts it in drawn.
+func drawFault(drawn map[string]int) func(r *run, ctx context.Context) (Op, error) {
+	return func(r *run, ctx context.Context) (Op, error) {
+		f := soakFaults[rand.N(len(soakFaults))]
+		drawn[f.name]++
+		return f.fault(r, ctx)
+	}
+}
