@@ -5,8 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rlock/rlock/internal/redistest"
 	"github.com/rlock/rlock/rlock"
 )
 
@@ -16,6 +18,10 @@ import (
 //	Floor/roundtrip           one EVALSHA of `return 1`, back to back
 //	Floor/roundtrip-idle=2ms  the same after relayHold of idleness, as a
 //	                          relay's Unlock finds the connection
+//	Floor/publish-idle=2ms    an EVALSHA that publishes, after relayHold of
+//	                          idleness, to a goroutine woken by a subscriber
+//	                          on another client: what any handoff inside
+//	                          Redis costs at least (benchPublishFloor)
 //	Handoff/waiters=8/<peer>  Unlock to the next holder's Lock in a relay of
 //	                          nine owners (handoff_bench_test.go)
 //	HotLock/<peer>            16 goroutines on one lock: acquisitions/s and
@@ -43,6 +49,7 @@ func BenchmarkFair(b *testing.B) {
 		}
 		reportLatencies(b, latencies)
 	})
+	b.Run("Floor/publish-idle="+relayHold.String(), func(b *testing.B) { benchPublishFloor(b, node, rc) })
 	for _, p := range fairPeers {
 		b.Run("Handoff/waiters=8/"+p.name, func(b *testing.B) { benchmarkRelay(b, node, p, 8) })
 	}
@@ -65,4 +72,50 @@ func (l rlockFairLocker) lock(ctx context.Context, name string) (func() error, e
 		return nil, err
 	}
 	return func() error { return lostIf(mu.Unlock(lctx), rlock.ErrNotHeld) }, nil
+}
+
+// publishOne is the least script that hands a message over: it publishes
+// ARGV[1] on channel KEYS[1].
+var publishOne = rueidis.NewLuaScript("return redis.call('publish', KEYS[1], ARGV[1])")
+
+// benchPublishFloor measures, after relayHold of idleness each time, how
+// long after an EVALSHA of publishOne is sent through rc a goroutine
+// blocked on a channel is woken by a subscriber on another client: the
+// floor of a handoff made inside Redis, one round trip's worth of network
+// and one goroutine's wake-up more than Floor/roundtrip-idle.
+func benchPublishFloor(b *testing.B, node *redistest.Node, rc rueidis.Client) {
+	ctx := benchContext(b)
+	sub := newRueidis(b, node.Addr())
+	channel := benchName(b)
+	woken := make(chan struct{}, 1)
+	rctx, cancel := context.WithCancel(ctx)
+	received := make(chan error, 1)
+	go func() {
+		received <- sub.Receive(rctx, sub.B().Subscribe().Channel(channel).Build(), func(rueidis.PubSubMessage) {
+			woken <- struct{}{}
+		})
+	}()
+	at := make(chan time.Time, 1) // when a goroutine woke for the message
+	go func() {
+		for range woken {
+			at <- time.Now()
+		}
+	}()
+	defer func() {
+		cancel()
+		<-received
+		close(woken)
+	}()
+	require.Eventually(b, func() bool {
+		n, err := rc.Do(ctx, rc.B().PubsubNumsub().Channel(channel).Build()).AsIntMap()
+		return err == nil && n[channel] == 1
+	}, 5*time.Second, time.Millisecond, "the subscriber subscribed")
+	latencies := make([]time.Duration, 0, 1024)
+	for b.Loop() {
+		time.Sleep(relayHold)
+		start := time.Now()
+		require.NoError(b, publishOne.Exec(ctx, rc, []string{channel}, []string{"x"}).Error())
+		latencies = append(latencies, (<-at).Sub(start))
+	}
+	reportLatencies(b, latencies)
 }

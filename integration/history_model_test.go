@@ -143,6 +143,10 @@ func leave(s lockState) lockState {
 // otherwise; histories of a brief run take well under a second.
 const linearizeTimeout = 2 * time.Minute
 
+// porcupineTimeout is the kind of violation that says porcupine gave no
+// verdict in its time.
+const porcupineTimeout = "porcupine timeout"
+
 // checkLinearizable is check 5: porcupine finds an order of the lock and
 // counter operations, each placed within its real-time interval, that the
 // reentrant-mutex model accepts.
@@ -151,7 +155,7 @@ func checkLinearizable(ops []Op, within time.Duration, v *verdict) {
 	case porcupine.Illegal:
 		v.violate("porcupine: the history is not linearizable against the reentrant-mutex model")
 	case porcupine.Unknown:
-		v.violate("porcupine timeout: no verdict within %v", within)
+		v.violate("%s: no verdict within %v", porcupineTimeout, within)
 	}
 }
 

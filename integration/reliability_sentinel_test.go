@@ -25,7 +25,7 @@ func TestReliabilitySentinelFailover(t *testing.T) {
 		t.Run(fmt.Sprintf("replica-ack=%d", ack), func(t *testing.T) {
 			runScenario(t, scenario{name: fmt.Sprintf("sentinel-failover-ack%d", ack), deploy: deploySentinel,
 				victim: victimLocal, replicaAck: ack, faultFor: sentinelFault, fault: (*run).killSentinelMaster,
-				linearizeWithin: failoverLinearize, tolerate: []string{"porcupine timeout"}})
+				linearizeWithin: failoverLinearize, tolerate: []string{porcupineTimeout}})
 		})
 	}
 }

@@ -47,21 +47,21 @@ if entry[1] and tonumber(entry[2]) <= now then
     entry[1] = false
 end
 if redis.call('exists', hash) == 0 then
-    local first, after, f = head(queue, now)
+    local first, after = head(queue, now)
     if not first or first == owner then
         if first then
             dequeue(queue, owner)
         end
         return take(false)
     end
-    local err = handOver(hash, KEYS[2], queue, KEYS[5], ARGV[8], first, after, f, now)
+    local err = handOver(hash, KEYS[2], queue, KEYS[5], ARGV[8], first, after, now)
     if err then
         return err
     end
 end
 if ARGV[7] == '1' then
     if not entry[1] then
-        redis.call('hset', queue, owner, redis.call('hincrby', queue, '#tail', 1))
+        enqueue(queue, owner)
     end
     local grant = ARGV[4]
     if ARGV[10] == '1' then

@@ -19,9 +19,9 @@ local seqField = owner .. '#seq'
 -- reports that.
 local function handOn()
     local now = nowMs()
-    local first, after, f = head(queue, now)
+    local first, after = head(queue, now)
     if first then
-        handOver(hash, KEYS[4], queue, KEYS[2], ARGV[4], first, after, f, now)
+        handOver(hash, KEYS[4], queue, KEYS[2], ARGV[4], first, after, now)
     end
 end
 

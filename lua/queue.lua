@@ -2,74 +2,90 @@
 -- fair_release.lua); scripts.go puts it after their first line, with
 -- fence.lua and token.lua, which it uses.
 --
--- The queue hash P{N}:queue holds, for each waiter W (an owner field):
---   W        its ticket: the order in which it queued
+-- The queue hash P{N}:queue is a doubly linked list of waiters, so that a
+-- release finds the one longest in it, and a waiter leaves it, with a
+-- couple of commands, however long it is. For each waiter W (an owner
+-- field):
+--   W        '1': W is queued
 --   W#exp    its own lease: the Redis time in ms at which it ends. The
 --            watchdog renews it (renew.lua) as it renews a hold, so a
 --            waiter whose process died drops out within one lease.
 --   W#seq    the seq of W's latest call that applied (see acquire.lua)
 --   W#lease  the lease in ms to grant W, or '0' for what is left of its
 --            own lease (a hold the watchdog renews)
--- and '#tail', the last ticket given. Entries whose own lease has passed
--- are dropped before anything is decided. The key's own expiry is moved
--- with every entry's, so it outlives them all and then goes.
+--   W#prev   the waiter queued just before W, if any
+--   W#next   the waiter queued just after W, if any
+-- and '#head' and '#last', the first and the last waiter. A waiter whose
+-- own lease has passed is dropped when it reaches the head. The key's own
+-- expiry is moved with every entry's, so it outlives them all and then
+-- goes; Redis deletes it when the last waiter leaves.
 
--- dequeue takes waiter w out of queue, and the queue away once nobody is
--- left in it.
+-- link sets field f of queue to v, or deletes it when v is false.
+local function link(queue, f, v)
+    if v then
+        redis.call('hset', queue, f, v)
+    else
+        redis.call('hdel', queue, f)
+    end
+end
+
+-- enqueue puts waiter w, not queued yet, at the back of queue.
+local function enqueue(queue, w)
+    local last = redis.call('hget', queue, '#last')
+    if last then
+        redis.call('hset', queue, w, 1, w .. '#prev', last, last .. '#next', w, '#last', w)
+    else
+        redis.call('hset', queue, w, 1, '#head', w, '#last', w)
+    end
+end
+
+-- dequeue takes waiter w out of queue, joining its neighbours.
 local function dequeue(queue, w)
-    redis.call('hdel', queue, w, w .. '#exp', w .. '#seq', w .. '#lease')
-    if redis.call('hlen', queue) <= 1 then
-        redis.call('del', queue)
+    local n = redis.call('hmget', queue, w, w .. '#prev', w .. '#next')
+    if not n[1] then
+        return
     end
+    local prev, nxt = n[2], n[3]
+    link(queue, prev and prev .. '#next' or '#head', nxt)
+    link(queue, nxt and nxt .. '#prev' or '#last', prev)
+    redis.call('hdel', queue, w, w .. '#exp', w .. '#seq', w .. '#lease', w .. '#prev', w .. '#next')
 end
 
--- head returns the live waiter longest in queue, the one after it, and the
--- queue's fields, after dropping the entries whose own lease ended by now;
--- nil when nobody lives in it (or queue is not a hash).
+-- head returns the live waiter longest in queue and the one after it,
+-- after dropping the waiters ahead whose own lease ended by now; nil when
+-- nobody lives in it (or queue is not a hash).
 local function head(queue, now)
-    local flat = redis.pcall('hgetall', queue)
-    if flat.err then
-        return nil
-    end
-    local f = {}
-    for i = 1, #flat, 2 do
-        f[flat[i]] = flat[i + 1]
-    end
-    local first, second, t1, t2
-    for w, v in pairs(f) do
-        if not string.find(w, '#', 1, true) then
-            local t = tonumber(v)
-            if tonumber(f[w .. '#exp'] or '0') <= now then
-                dequeue(queue, w)
-            elseif not t1 or t < t1 then
-                first, second, t1, t2 = w, first, t, t1
-            elseif not t2 or t < t2 then
-                second, t2 = w, t
-            end
+    local w = redis.pcall('hget', queue, '#head')
+    while type(w) == 'string' do
+        local e = redis.call('hmget', queue, w .. '#exp', w .. '#next')
+        if tonumber(e[1] or '0') > now then
+            return w, e[2] or nil
         end
+        dequeue(queue, w)
+        w = e[2]
     end
-    return first, second, f
+    return nil
 end
 
--- handOver makes waiter w, whose entry is in fields f, the owner of the
--- free lock hash: count 1, the next fencing token of counter, the lease
--- its entry asks for; takes w out of queue; and tells it with a message
--- addressed to it on channel (pub: 'publish' or 'spublish'):
--- '@<w> <seq> <token>', seq being that of w's call that queued it last,
--- which is now w's seq on the lock. The waiter after it, when there is
--- one, is told '@<after> next <lease ms>': if w died, the lock expires
--- then, and that waiter must ask for it. It returns an error reply when
--- counter is not a counter, having written nothing.
-local function handOver(hash, counter, queue, channel, pub, w, after, f, now)
+-- handOver makes waiter w of queue the owner of the free lock hash: count
+-- 1, the next fencing token of counter, the lease its entry asks for;
+-- takes w out of queue; and tells it with a message addressed to it on
+-- channel (pub: 'publish' or 'spublish'): '@<w> <seq> <token>', seq being
+-- that of w's call that queued it last, which is now w's seq on the lock.
+-- The waiter after it, when there is one, is told '@<after> next <lease
+-- ms>': if w died, the lock expires then, and that waiter must ask for it.
+-- It returns an error reply when counter is not a counter, having written
+-- nothing.
+local function handOver(hash, counter, queue, channel, pub, w, after, now)
     local token, err = nextToken(counter)
     if not token then
         return err
     end
-    local lease = f[w .. '#lease']
+    local e = redis.call('hmget', queue, w .. '#seq', w .. '#lease', w .. '#exp')
+    local wseq, lease = e[1], e[2]
     if lease == '0' then
-        lease = tonumber(f[w .. '#exp']) - now
+        lease = tonumber(e[3]) - now
     end
-    local wseq = f[w .. '#seq']
     redis.call('hset', hash, w, 1, w .. '#seq', wseq)
     redis.call('pexpire', hash, lease)
     dequeue(queue, w)

@@ -1,9 +1,7 @@
 package redistest
 
 import (
-	"slices"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/redis/rueidis"
@@ -12,8 +10,8 @@ import (
 )
 
 // Queued returns the live waiters in the queue of fair lock k (see
-// lua/queue.lua): those whose own lease has not passed by Redis's clock,
-// as the scripts count them, in the order of their tickets.
+// lua/queue.lua), first to last: those whose own lease has not passed by
+// Redis's clock, as the scripts count them.
 func Queued(t testing.TB, rc rueidis.Client, k keys.Keys) []string {
 	t.Helper()
 	m, err := rc.Do(t.Context(), rc.B().Hgetall().Key(k.Queue).Build()).AsStrMap()
@@ -28,16 +26,10 @@ func Queued(t testing.TB, rc rueidis.Client, k keys.Keys) []string {
 	usec, _ := strconv.ParseInt(now[1], 10, 64)
 	nowMs := sec*1000 + usec/1000
 	var ws []string
-	for f := range m {
-		exp, err := strconv.ParseInt(m[f+"#exp"], 10, 64)
-		if !strings.Contains(f, "#") && err == nil && exp > nowMs {
-			ws = append(ws, f)
+	for w, ok := m["#head"]; ok && len(ws) <= len(m); w, ok = m[w+"#next"] {
+		if exp, err := strconv.ParseInt(m[w+"#exp"], 10, 64); err == nil && exp > nowMs {
+			ws = append(ws, w)
 		}
 	}
-	ticket := func(w string) int64 {
-		n, _ := strconv.ParseInt(m[w], 10, 64)
-		return n
-	}
-	slices.SortFunc(ws, func(a, b string) int { return int(ticket(a) - ticket(b)) })
 	return ws
 }
