@@ -19,7 +19,7 @@ import (
 // the lease and hits while a chosen worker (the victim) holds the lock; the
 // victim, told to go on after the fault, writes with its stale token, which
 // the store must refuse. Each scenario logs a "summary:" line.
-// RLOCK_SOAK=10m runs each for ten minutes, with a fault every few seconds.
+// TestReliabilitySoak mixes these faults at random for as long as RLOCK_SOAK says.
 
 func TestReliabilityBaseline(t *testing.T) {
 	runScenario(t, scenario{name: "baseline"})
