@@ -147,6 +147,13 @@ const linearizeTimeout = 2 * time.Minute
 // verdict in its time.
 const porcupineTimeout = "porcupine timeout"
 
+// faultyLinearize bounds porcupine on a history with many calls of unknown
+// outcome (acquires sent to a dying master, a minute of random faults):
+// porcupine must try each at every later point, and it may find no verdict
+// in time. The scenarios that give it this bound tolerate porcupineTimeout;
+// the other four checks do not depend on it.
+const faultyLinearize = 20 * time.Second
+
 // checkLinearizable is check 5: porcupine finds an order of the lock and
 // counter operations, each placed within its real-time interval, that the
 // reentrant-mutex model accepts.

@@ -26,7 +26,7 @@ func TestReliabilityClusterFailover(t *testing.T) {
 		t.Run(fmt.Sprintf("replica-ack=%d", ack), func(t *testing.T) {
 			runScenario(t, scenario{name: fmt.Sprintf("cluster-failover-ack%d", ack), deploy: deployCluster,
 				victim: victimLocal, replicaAck: ack, faultFor: clusterFault, fault: (*run).killClusterMaster,
-				linearizeWithin: failoverLinearize, tolerate: []string{porcupineTimeout}, after: (*run).logUnreported})
+				linearizeWithin: faultyLinearize, tolerate: []string{porcupineTimeout}, after: (*run).logUnreported})
 		})
 	}
 }

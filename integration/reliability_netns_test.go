@@ -20,24 +20,38 @@ import (
 // lock; a delay or loss may or may not cost it, and either way exclusion
 // and fencing must hold.
 func TestReliabilityPartition(t *testing.T) {
+	for _, p := range partitions {
+		t.Run(p.name, func(t *testing.T) {
+			runScenario(t, scenario{name: "partition-" + p.name, deploy: deployNetns, victim: p.victim,
+				lease: partitionLease, fault: p.fault()})
+		})
+	}
+}
+
+// partition is one impairment of what passes between child c0 and Redis.
+type partition struct {
+	name   string
+	victim string // c0's holder is the victim where the fault must cost it the lock
+	ways   []way
+	imp    redistest.Impairment
+}
+
+// partitions are the impairments that TestReliabilityPartition runs one
+// by one, and the soak draws from.
+var partitions = func() []partition {
 	toRedis, fromRedis := way{"c0", "redis"}, way{"redis", "c0"}
-	for _, p := range []struct {
-		name   string
-		victim string // c0's holder is the victim where the fault must cost it the lock
-		ways   []way
-		imp    redistest.Impairment
-	}{
+	return []partition{
 		{"cut-both", victimChild, []way{toRedis, fromRedis}, redistest.Impairment{Loss: 1}},
 		{"cut-to-redis", victimChild, []way{toRedis}, redistest.Impairment{Loss: 1}},
 		{"cut-from-redis", victimChild, []way{fromRedis}, redistest.Impairment{Loss: 1}},
 		{"slow-both", "", []way{toRedis, fromRedis}, redistest.Impairment{Rate: "1kbit"}},
 		{"loss-both", "", []way{toRedis, fromRedis}, redistest.Impairment{Loss: 0.5}},
-	} {
-		t.Run(p.name, func(t *testing.T) {
-			runScenario(t, scenario{name: "partition-" + p.name, deploy: deployNetns, victim: p.victim,
-				lease: partitionLease, fault: impairLink(p.name, p.ways, p.imp)})
-		})
 	}
+}()
+
+// fault is the fault that injects p.
+func (p partition) fault() func(*run, context.Context) (Op, error) {
+	return impairLink(p.name, p.ways, p.imp)
 }
 
 // partitionLease is the lease of the partition runs: long enough that its

@@ -91,32 +91,32 @@ func (r *run) checkKept(t *testing.T, ops []Op) {
 		if fault.Kind != opFault {
 			continue
 		}
-		var kept []string // owners of the victim's process holding across the fault
-		for _, rel := range ops {
-			if rel.Kind != opRelease || !rel.Final || rel.Proc != victimChild || rel.Start < fault.End {
-				continue
-			}
-			if acquiredBefore(ops, rel.Owner, fault.Start) {
-				kept = append(kept, rel.Owner)
-				assert.Equal(t, outOK, rel.Outcome, "%s's Unlock after the fault found its lock held", rel.Owner)
-			}
-		}
+		kept := holdsAcross(ops, victimChild, fault)
 		require.Len(t, kept, 1, "one hold of %s, the victim's, spans the fault %s", victimChild, fault.Detail)
+		assert.Equal(t, outOK, kept[0].Outcome, "%s's Unlock after the fault found its lock held", kept[0].Owner)
 		for _, op := range ops {
-			assert.False(t, op.Kind == opLost && op.Owner == kept[0], "the victim %s lost its lock: %s", kept[0], op.Detail)
+			assert.False(t, op.Kind == opLost && op.Owner == kept[0].Owner, "the victim %s lost its lock: %s", kept[0].Owner, op.Detail)
 		}
 	}
 }
 
-// acquiredBefore reports whether owner's first-level acquire returned,
-// holding, before at.
-func acquiredBefore(ops []Op, owner string, at int64) bool {
+// holdsAcross returns the final releases of the holds of process proc that
+// span fault: acquired, at the first level, before it began, and released
+// after it ended.
+func holdsAcross(ops []Op, proc string, fault Op) []Op {
+	before := map[string]bool{} // owners of proc holding before the fault
 	for _, op := range ops {
-		if op.Kind == opAcquire && op.Owner == owner && op.Depth == 1 && op.Outcome == outOK && op.End < at {
-			return true
+		if op.Kind == opAcquire && op.Proc == proc && op.Depth == 1 && op.Outcome == outOK && op.End < fault.Start {
+			before[op.Owner] = true
 		}
 	}
-	return false
+	var out []Op
+	for _, op := range ops {
+		if op.Kind == opRelease && op.Final && op.Proc == proc && op.Start >= fault.End && before[op.Owner] {
+			out = append(out, op)
+		}
+	}
+	return out
 }
 
 // redLocker is a RedLock as a holdLocker. A RedLock has no fencing token:

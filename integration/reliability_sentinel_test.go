@@ -25,16 +25,10 @@ func TestReliabilitySentinelFailover(t *testing.T) {
 		t.Run(fmt.Sprintf("replica-ack=%d", ack), func(t *testing.T) {
 			runScenario(t, scenario{name: fmt.Sprintf("sentinel-failover-ack%d", ack), deploy: deploySentinel,
 				victim: victimLocal, replicaAck: ack, faultFor: sentinelFault, fault: (*run).killSentinelMaster,
-				linearizeWithin: failoverLinearize, tolerate: []string{porcupineTimeout}})
+				linearizeWithin: faultyLinearize, tolerate: []string{porcupineTimeout}})
 		})
 	}
 }
-
-// failoverLinearize bounds porcupine on a failover's history: the acquires
-// sent to the dying master have unknown outcomes, each of which porcupine
-// must try at every later point, and it may find no verdict in time; the
-// other four checks do not depend on it.
-const failoverLinearize = 20 * time.Second
 
 // sentinelFault is how long a run allows for its failover: the promotion
 // takes about 2 s, the killed node's return as a replica in sync about 10 s

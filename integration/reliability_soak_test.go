@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/rlock/rlock/internal/redistest"
 )
 
 // soakEnv sets the soak's length: RLOCK_SOAK=30m runs TestReliabilitySoak
@@ -25,8 +23,6 @@ const (
 	// runs, back to back, each with a fresh deployment and its own
 	// history, so that porcupine checks histories of a bounded size.
 	soakSegment = time.Minute
-	// soakLinearize bounds porcupine's search of one run's history.
-	soakLinearize = 20 * time.Second
 	// briefSoakFaults is how many faults a brief soak injects, at least.
 	briefSoakFaults = 3
 )
@@ -42,17 +38,18 @@ type soakFault struct {
 // their own, child c0 the victim. (The clock jump and a restart without a
 // wait are left out: they break exclusion by design. Cluster and Sentinel
 // failovers need deployments of their own and run as their own scenarios.)
-var soakFaults = []soakFault{
-	{"holder-stopped", (*run).stopHolder},
-	{"holder-killed", (*run).killHolder},
-	{"redis-paused", (*run).pauseRedis},
-	{"redis-restarted", (*run).restartRedis},
-	{"cut-both", impairLink("cut-both", []way{{"c0", "redis"}, {"redis", "c0"}}, redistest.Impairment{Loss: 1})},
-	{"cut-to-redis", impairLink("cut-to-redis", []way{{"c0", "redis"}}, redistest.Impairment{Loss: 1})},
-	{"cut-from-redis", impairLink("cut-from-redis", []way{{"redis", "c0"}}, redistest.Impairment{Loss: 1})},
-	{"loss-both", impairLink("loss-both", []way{{"c0", "redis"}, {"redis", "c0"}}, redistest.Impairment{Loss: 0.5})},
-	{"slow-both", impairLink("slow-both", []way{{"c0", "redis"}, {"redis", "c0"}}, redistest.Impairment{Rate: "1kbit"})},
-}
+var soakFaults = func() []soakFault {
+	faults := []soakFault{
+		{"holder-stopped", (*run).stopHolder},
+		{"holder-killed", (*run).killHolder},
+		{"redis-paused", (*run).pauseRedis},
+		{"redis-restarted", (*run).restartRedis},
+	}
+	for _, p := range partitions {
+		faults = append(faults, soakFault{p.name, p.fault()})
+	}
+	return faults
+}()
 
 // TestReliabilitySoak contends for one lock from three processes while a
 // fault drawn at random from soakFaults hits the victim's hold every
@@ -84,7 +81,7 @@ func TestReliabilitySoak(t *testing.T) {
 		t.Run(fmt.Sprintf("run%d", i), func(t *testing.T) {
 			v, n := runScenario(t, scenario{name: "soak", deploy: deployNetns, victim: victimChild, mayKeep: true,
 				lease: partitionLease, soakFor: min(left, soakSegment), fault: drawFault(drawn), after: (*run).checkFreedAfterKill,
-				tolerate: []string{porcupineTimeout}, linearizeWithin: soakLinearize})
+				tolerate: []string{porcupineTimeout}, linearizeWithin: faultyLinearize})
 			sum.add(v)
 			faults += n
 		})

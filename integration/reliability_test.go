@@ -165,21 +165,15 @@ func (r *run) checkLossNoticed(t *testing.T, ops []Op) {
 		if fault.Kind != opFault {
 			continue
 		}
-		var victim *Op // the hold of the victim's process that spans the fault
-		for i, op := range ops {
-			if op.Kind == opRelease && op.Final && op.Proc == victimLocal && op.Start > fault.End &&
-				acquiredBefore(ops, op.Owner, fault.Start) {
-				victim = &ops[i]
+		spanning := holdsAcross(ops, victimLocal, fault)
+		assert.NotEmpty(t, spanning, "a hold of the victim's process spans %s", fault.Detail)
+		for _, victim := range spanning {
+			i := slices.IndexFunc(ops, func(op Op) bool { return op.Kind == opLost && op.Owner == victim.Owner })
+			if assert.GreaterOrEqual(t, i, 0, "the victim %s never saw its lock lost: it renewed a lock Redis had forgotten", victim.Owner) {
+				noticed := time.Duration(ops[i].End - fault.Start)
+				t.Logf("the victim saw its loss %v after the fault began (lease %v)", noticed.Round(time.Millisecond), r.lease)
+				assert.Less(t, ops[i].End, fault.End, "the victim saw its loss while the fault lasted")
 			}
-		}
-		if !assert.NotNil(t, victim, "a hold of the victim's process spans %s", fault.Detail) {
-			continue
-		}
-		i := slices.IndexFunc(ops, func(op Op) bool { return op.Kind == opLost && op.Owner == victim.Owner })
-		if assert.GreaterOrEqual(t, i, 0, "the victim %s never saw its lock lost: it renewed a lock Redis had forgotten", victim.Owner) {
-			noticed := time.Duration(ops[i].End - fault.Start)
-			t.Logf("the victim saw its loss %v after the fault began (lease %v)", noticed.Round(time.Millisecond), r.lease)
-			assert.Less(t, ops[i].End, fault.End, "the victim saw its loss while the fault lasted")
 		}
 	}
 }

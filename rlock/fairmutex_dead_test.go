@@ -37,7 +37,7 @@ func queueDeadWaiter(t *testing.T, s redistest.Setup, name string, n int) {
 }
 
 // lockAsync starts fm.Lock and returns a channel that receives its lock
-// context, and the time it returned.
+// context.
 func lockAsync(t *testing.T, fm *rlock.FairMutex) <-chan context.Context {
 	got := make(chan context.Context, 1)
 	go func() {
