@@ -11,11 +11,13 @@
 --                           call of C (C's calls on one latch take turns)
 -- ARGV[3] first             the seq of the request's first call: a resend
 --                           carries it so that it does not count twice
--- ARGV[4] superseded        the highest seq of C whose reply never came, or 0
--- ARGV[5] fence life in ms
--- ARGV[6] publish command   'publish', or 'spublish' on a Cluster
--- ARGV[7] '1' to count down, '0' only to settle: fence the lost calls and
+-- ARGV[4] '1' to count down, '0' only to settle: fence the lost calls and
 --         tell whether one of them counted
+-- ARGV[5] superseded        the highest seq of C whose reply never came, or 0
+-- ARGV[6] fence life in ms
+-- ARGV[7] publish command   'publish', or 'spublish' on a Cluster
+--
+-- (ARGV[2] and ARGV[5] sit where every request of the protocol has them.)
 --
 -- Reply: {1, count}  the request counted (this call, or an earlier call of
 --                    it whose reply was lost); count is what is left
@@ -27,7 +29,7 @@
 -- reply was lost can still be told, then expires: a latch at 0 and an unset
 -- latch are the same to every other script.
 local hash, fences, client = KEYS[1], KEYS[3], ARGV[1]
-local seq, first, superseded = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local seq, first, superseded = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[5])
 local seqField = client .. '#seq'
 
 local htype, ftype = redis.call('type', hash).ok, redis.call('type', fences).ok
@@ -39,17 +41,17 @@ local count, last = tonumber(state[1] or '0'), tonumber(state[2] or '0')
 if last >= seq or tonumber(redis.call('hget', fences, client) or '0') >= seq then
     return {2, 0}
 end
-fence(fences, client, superseded, ARGV[5])
+fence(fences, client, superseded, ARGV[6])
 if last >= first then
     return {1, count}
 end
-if ARGV[7] ~= '1' or count <= 0 then
+if ARGV[4] ~= '1' or count <= 0 then
     return {0, count}
 end
 count = count - 1
 redis.call('hset', hash, 'count', count, seqField, seq)
 if count == 0 then
-    redis.call('pexpire', hash, ARGV[5])
-    redis.call(ARGV[6], KEYS[2], 'all')
+    redis.call('pexpire', hash, ARGV[6])
+    redis.call(ARGV[7], KEYS[2], 'all')
 end
 return {1, count}

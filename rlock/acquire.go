@@ -19,108 +19,109 @@ type grant struct {
 	pttl     time.Duration // the holder's remaining lease, when not acquired
 }
 
-// acquire takes the lock for ctx's owner, waiting up to wait (waitForever:
-// until ctx is done). lease 0 means the watchdog's lease, renewed until
-// Unlock.
+// acquire takes l for ctx's owner, waiting up to wait (waitForever: until
+// ctx is done) on the unlock channel. lease 0 means the watchdog's lease,
+// renewed until the final unlock. It returns the lock context, or ctx
+// unchanged and false when the wait ran out. (FairMutex's acquire is the
+// same with the queue's wait.)
 func (l *lock) acquire(ctx context.Context, wait, lease time.Duration) (context.Context, bool, error) {
-	if err := l.check(ctx); err != nil {
-		return ctx, false, l.wrap(err)
+	a := l.begin(ctx, lease)
+	if a.waits(l, wait) {
+		a.lctx, a.g, a.err = l.waitOnChannel(a.octx, a.o, wait, lease, &a.trace)
 	}
-	if ctx.Err() != nil {
-		return ctx, false, l.wrap(fmt.Errorf("rlock: acquire: %w", doneErr(ctx)))
-	}
-	octx, o := withOwner(ctx)
-	id := l.holdID(o)
-	t := l.traceAcquire(octx)
-
-	lctx, g, err := l.attempt(octx, id, lease, false)
-	t.attempted()
-	if err == nil && !g.acquired && wait != 0 {
-		t.waiting(l)
-		waitFor := (*lock).wait
-		if l.kind.wait != nil {
-			waitFor = l.kind.wait
-		}
-		lctx, g, err = waitFor(l, octx, o, wait, lease, &t)
-	}
-	t.end(ctx, l, g, err)
-	switch {
-	case err != nil:
-		return ctx, false, l.wrap(err)
-	case !g.acquired:
-		return ctx, false, nil
-	}
-	return lctx, true, nil
+	return l.end(&a)
 }
 
-// attempt runs one acquire for id in its owner's turn and, when granted,
-// returns the lock context: ctx when it already carries the hold (a
-// re-entry), else ctx bound to the hold. A grant whose context would be done
-// at once (ctx ended meanwhile, or the hold did) is given back: Lock never
-// succeeds with a done context.
+// acquisition is one acquire call on its way: the caller's context, the
+// owner and the context that carries it, the trace for the hooks, and the
+// outcome so far.
+type acquisition struct {
+	ctx, octx context.Context
+	o         *owner
+	trace     acquireTrace
+	lctx      context.Context
+	g         grant
+	err       error
+}
+
+// begin starts an acquire of l by ctx's owner (a new owner when ctx
+// carries none) with one attempt.
+func (l *lock) begin(ctx context.Context, lease time.Duration) acquisition {
+	a := acquisition{ctx: ctx}
+	if a.err = l.check(ctx); a.err != nil {
+		return a
+	}
+	if ctx.Err() != nil {
+		a.err = fmt.Errorf("rlock: acquire: %w", doneErr(ctx))
+		return a
+	}
+	a.octx, a.o = withOwner(ctx)
+	a.trace = l.traceAcquire(a.octx)
+	a.lctx, a.g, a.err = l.attempt(a.octx, l.holdID(a.o), lease, false)
+	a.trace.attempts++
+	return a
+}
+
+// waits reports whether the acquire goes on to wait: its attempt found the
+// lock held, and wait allows more.
+func (a *acquisition) waits(l *lock, wait time.Duration) bool {
+	if a.err != nil || a.g.acquired || wait == 0 {
+		return false
+	}
+	a.trace.waiting(l)
+	return true
+}
+
+// end reports the acquire to the hooks and returns what the caller gets.
+func (l *lock) end(a *acquisition) (context.Context, bool, error) {
+	a.trace.end(a.ctx, l, a.g, a.err)
+	switch {
+	case a.err != nil:
+		return a.ctx, false, l.wrap(a.err)
+	case !a.g.acquired:
+		return a.ctx, false, nil
+	}
+	return a.lctx, true, nil
+}
+
+// attempt runs one acquire for id in its owner's turn, bounded by the
+// retry timeout, and settles it when its reply never came. When granted,
+// it returns the lock context: ctx when it already carries the hold (a
+// re-entry), else ctx bound to the hold. waiting says the caller waits on
+// the unlock channel.
 func (l *lock) attempt(ctx context.Context, id holdID, lease time.Duration, waiting bool) (context.Context, grant, error) {
+	t, err := l.c.take(ctx, id)
+	if err != nil {
+		return ctx, grant{}, fmt.Errorf("rlock: acquire: %w", err)
+	}
+	defer l.c.give(t)
+	rctx, cancel := context.WithTimeout(ctx, l.c.cfg.retryTimeout)
+	g, err := l.ask(rctx, t, lease, waiting)
+	cancel()
 	lctx := ctx
-	g, err := l.tryOnce(ctx, id, lease, waiting, func(s *slot) (err error) {
-		lctx, err = l.bound(ctx, s)
-		return err
-	})
-	if err != nil || !g.acquired {
-		return ctx, g, err
+	if err == nil && g.acquired {
+		lctx, err = l.bound(ctx, t)
+	}
+	if err != nil {
+		l.settle(ctx, t)
+		if ctx.Err() != nil {
+			err = doneErr(ctx)
+		}
+		return ctx, grant{}, fmt.Errorf("rlock: acquire: %w", err)
 	}
 	return lctx, g, nil
 }
 
-// bound returns the lock context of the grant just recorded in slot s,
-// whose turn the caller has: ctx when it already carries the hold (a
-// re-entry), else ctx bound to the hold. A grant whose context would be
-// done at once is given back, and its cause returned.
-func (l *lock) bound(ctx context.Context, s *slot) (context.Context, error) {
-	lctx := ctx
-	if !s.hold.carriedBy(ctx) {
-		lctx = s.hold.bind(ctx)
-	}
-	if lctx.Err() == nil {
-		return lctx, nil
-	}
-	l.giveBack(ctx, s, s.count-1, "a level granted to a done context")
-	return ctx, context.Cause(lctx)
-}
-
-// tryOnce runs one acquire for id in its owner's turn, bounded by the retry
-// timeout, and settles it when its reply never came. When it is granted, it
-// calls granted in the turn, with the slot recording the grant; an error
-// from granted fails the acquire. waiting says the caller waits on the
-// unlock channel.
-func (l *lock) tryOnce(ctx context.Context, id holdID, lease time.Duration, waiting bool, granted func(*slot) error) (grant, error) {
-	s, err := l.c.take(ctx, id)
-	if err != nil {
-		return grant{}, fmt.Errorf("rlock: acquire: %w", err)
-	}
-	defer l.c.give(s)
-	rctx, cancel := context.WithTimeout(ctx, l.c.cfg.retryTimeout)
-	g, err := l.grant(rctx, s, lease, waiting)
-	cancel()
-	if err == nil && g.acquired {
-		err = granted(s)
-	}
-	if err != nil {
-		l.settle(ctx, s)
-		if ctx.Err() != nil {
-			err = doneErr(ctx)
-		}
-		return grant{}, fmt.Errorf("rlock: acquire: %w", err)
-	}
-	return g, nil
-}
-
-// grant sends one acquire for slot s, whose turn the caller has, and records
-// a grant in s: its count and its hold, which the watchdog renews when
+// ask sends one acquire for turn t, whose turn the caller has, and records
+// a grant in t: its count and its hold, which the watchdog renews when
 // lease is 0. waiting marks the lock so that its release wakes the waiters
-// behind this one. On an error the request may be unsettled; the caller
-// settles it.
-func (l *lock) grant(ctx context.Context, s *slot, lease time.Duration, waiting bool) (grant, error) {
-	set := l.c.leaseOr(lease)
-	reply, sent, err := l.sendAcquire(ctx, l.acquireCall(s, set, waiting), s)
+// behind this one. With WithReplicaAck, a level that too few replicas
+// acknowledged is given back and ask fails with ErrNotReplicated. On an
+// error the request may be unsettled; the caller settles it.
+func (l *lock) ask(ctx context.Context, t *turn, lease time.Duration, waiting bool) (grant, error) {
+	acked := l.c.cfg.replicas > 0
+	call := l.acquireCall(t.id.field, t.count+1, l.c.leaseOr(lease), waiting)
+	reply, acks, sent, err := l.c.exchange(ctx, t, l.kind.acquire, call, acked)
 	if err != nil {
 		return grant{}, err
 	}
@@ -128,61 +129,70 @@ func (l *lock) grant(ctx context.Context, s *slot, lease time.Duration, waiting 
 	if err != nil || !g.acquired {
 		return g, err
 	}
-	return g, l.keep(ctx, s, g, sent, lease)
+	if acked {
+		l.replicaAcked(ctx, acks, sent)
+		if acks < int64(l.c.cfg.replicas) {
+			return grant{}, l.unreplicated(ctx, t, acks)
+		}
+	}
+	return g, l.keep(ctx, t, g, sent, lease)
 }
 
-// keep records grant g in slot s, whose turn the caller has: its count,
+// unreplicated gives back the level that only acks replicas acknowledged,
+// and returns why.
+func (l *lock) unreplicated(ctx context.Context, t *turn, acks int64) error {
+	err := fmt.Errorf("%w: %d of %d replicas within %v", ErrNotReplicated, acks, l.c.cfg.replicas, l.c.cfg.replicaTimeout)
+	if rerr := l.giveBack(ctx, t, t.count, "an acquire the replicas did not acknowledge"); rerr != nil {
+		err = fmt.Errorf("%w; %w", err, rerr)
+	}
+	return err
+}
+
+// keep records grant g in turn t, whose turn the caller has: its count,
 // and its hold, whose lease Redis set no earlier than sent, and which the
 // watchdog renews when lease is 0. A level the watchdog refuses is given
 // back.
-func (l *lock) keep(ctx context.Context, s *slot, g grant, sent time.Time, lease time.Duration) error {
-	s.count = g.count
-	h := s.activeHold()
+func (l *lock) keep(ctx context.Context, t *turn, g grant, sent time.Time, lease time.Duration) error {
+	t.count = g.count
+	h := t.activeHold()
 	if h == nil {
-		h = newHold(l, s.id, g.token)
-		l.c.setHold(s, h)
+		h = newHold(l, t.id, g.token)
+		l.c.setHold(t, h)
 	}
 	if err := h.record(sent, l.c.leaseOr(lease), lease == 0); err != nil {
-		l.giveBack(ctx, s, g.count-1, "a level the watchdog refused")
+		l.giveBack(ctx, t, g.count-1, "a level the watchdog refused")
 		return err
 	}
 	return nil
 }
 
-// scriptCall is one script's keys and arguments; the request protocol fills
-// in the sequence numbers, args[1] and args[4], per call.
-type scriptCall struct {
-	keys, args []string
+// bound returns the lock context of the grant just recorded in turn t,
+// whose turn the caller has: ctx when it already carries the hold (a
+// re-entry), else ctx bound to the hold. A grant whose context would be
+// done at once (ctx ended meanwhile, or the hold did) is given back, and
+// its cause returned: Lock never succeeds with a done context.
+func (l *lock) bound(ctx context.Context, t *turn) (context.Context, error) {
+	lctx := ctx
+	if !t.hold.carriedBy(ctx) {
+		lctx = t.hold.bind(ctx)
+	}
+	if lctx.Err() == nil {
+		return lctx, nil
+	}
+	l.giveBack(ctx, t, t.count-1, "a level granted to a done context")
+	return ctx, context.Cause(lctx)
 }
 
-// acquireCall is the acquire script's call for slot s, setting lease.
-func (l *lock) acquireCall(s *slot, lease time.Duration, waiting bool) scriptCall {
-	flag := "0"
-	if waiting {
-		flag = "1"
+// acquireCall is the acquire script's call for owner field, at count
+// (the owner's count after it), setting lease (set), for a caller that
+// waits on the unlock channel when waiting is true.
+func (l *lock) acquireCall(field string, count int, set time.Duration, waiting bool) scriptCall {
+	k := l.keys.Value()
+	watched := flag(set == l.c.cfg.lease)
+	return scriptCall{
+		keys: []string{k.Hash, k.Token, k.Fence, k.Queue, k.Channel},
+		args: []string{field, "", strconv.Itoa(count), l.c.millis(set), "", l.c.fenceMs, flag(waiting), l.c.publish, l.c.leaseMs, watched},
 	}
-	call := scriptCall{
-		keys: []string{l.keys.Value().Hash, l.keys.Value().Token, l.keys.Value().Fence},
-		args: []string{s.id.field, "", strconv.Itoa(s.count + 1), l.c.millis(lease), "", l.c.fenceMs, flag},
-	}
-	if l.kind.acquireMore != nil {
-		keys, args := l.kind.acquireMore(l, lease)
-		call.keys, call.args = append(call.keys, keys...), append(call.args, args...)
-	}
-	return call
-}
-
-// settle takes back whatever an acquire whose reply never came may have
-// done: a release call back to the confirmed count supersedes the lost
-// calls, so that none of them can apply later, and undoes the one that did.
-// It runs in the slot's turn even when ctx is done, bounded by the retry
-// timeout; if Redis stays unreachable, the lease bounds an orphan level and
-// the owner's next call on the lock fences the lost ones.
-func (l *lock) settle(ctx context.Context, s *slot) {
-	if s.unsettled == 0 {
-		return
-	}
-	l.giveBack(ctx, s, s.count, "an acquire whose reply was lost")
 }
 
 // parseGrant reads the acquire script's reply: {1, count, token}, {0, pttl}

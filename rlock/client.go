@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/redis/rueidis"
@@ -30,7 +31,7 @@ type Client struct {
 	subs    *pubsub.Subscriber
 
 	mu     sync.Mutex
-	slots  map[holdID]*slot // nil once closed
+	turns  map[holdID]*turn // nil once closed
 	closed chan struct{}    // closed by Close
 	bg     sync.WaitGroup   // background work, which Close waits for
 }
@@ -62,7 +63,7 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 		publish: "publish",
 		dog:     dog,
 		subs:    pubsub.New(rc, cluster, cfg.logger),
-		slots:   make(map[holdID]*slot),
+		turns:   make(map[holdID]*turn),
 		closed:  make(chan struct{}),
 	}
 	if cluster {
@@ -78,7 +79,7 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 // the empty name is invalid; it is reported by the handle's first call. To
 // put several locks in one Cluster slot, see GroupedMutex.
 func (c *Client) Mutex(name string) *Mutex {
-	return newMutex(c, name, keys.CheckName(name), func(prefix string) keys.Keys { return keys.New(prefix, name) })
+	return &Mutex{newLock(c, name, mutexKind, keys.CheckName(name), keys.New(c.prefix(), name))}
 }
 
 // Close stops the watchdog and the subscriber, wakes every waiting call with
@@ -99,12 +100,12 @@ func (c *Client) Close() error {
 	}
 	close(c.closed)
 	var holds []*hold
-	for _, s := range c.slots {
-		if s.hold != nil {
-			holds = append(holds, s.hold)
+	for _, t := range c.turns {
+		if t.hold != nil {
+			holds = append(holds, t.hold)
 		}
 	}
-	c.slots = nil
+	c.turns = nil
 	c.mu.Unlock()
 
 	// The watchdog stops first: that cuts short a renewal round in flight,
@@ -117,26 +118,16 @@ func (c *Client) Close() error {
 	return errors.Join(err, c.subs.Close())
 }
 
-// errHoldClosed is the cause of the holds that Close ended.
-var errHoldClosed = fmt.Errorf("%w: %w", ErrLockLost, ErrClosed)
-
-// background runs f on a goroutine that Close waits for; after Close it
-// runs f at once.
-func (c *Client) background(f func()) {
+// goLater reports whether a goroutine may start that Close waits for (it
+// must call c.bg.Done when it ends): false once Close has begun.
+func (c *Client) goLater() bool {
 	c.mu.Lock()
-	closed := c.slots == nil
-	if !closed {
-		c.bg.Add(1)
+	defer c.mu.Unlock()
+	if c.turns == nil {
+		return false
 	}
-	c.mu.Unlock()
-	if closed {
-		f()
-		return
-	}
-	go func() {
-		defer c.bg.Done()
-		f()
-	}()
+	c.bg.Add(1)
+	return true
 }
 
 // usable reports ErrClosed once Close has begun.
@@ -159,10 +150,28 @@ func (c *Client) holdsOn(key string) []*hold {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []*hold
-	for id, s := range c.slots {
-		if id.key == key && s.hold != nil {
-			out = append(out, s.hold)
+	for id, t := range c.turns {
+		if id.key == key && t.hold != nil {
+			out = append(out, t.hold)
 		}
 	}
 	return out
+}
+
+// prefix is the key prefix of c's locks; "" for a nil or zero Client,
+// whose handles fail with ErrNilClient anyway.
+func (c *Client) prefix() string {
+	if c == nil {
+		return ""
+	}
+	return c.cfg.prefix
+}
+
+// leaseOr returns lease, or the watchdog's lease for 0: what a request sets
+// on the key.
+func (c *Client) leaseOr(lease time.Duration) time.Duration {
+	if lease == 0 {
+		return c.cfg.lease
+	}
+	return lease
 }

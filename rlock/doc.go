@@ -320,4 +320,78 @@
 //     (allkeys-* or volatile-*: lock keys have an expiry) may evict a held
 //     lock, which its holder then sees as lost; use noeviction.
 //   - Replication is asynchronous: see WithReplicaAck.
+//
+// # For maintainers: where things live
+//
+// The package is one engine and thin primitives on it. Each file holds one
+// concept: client.go (the Client, New, Close), lock.go (a named resource
+// and the lock engine's handle), kind.go (what a primitive supplies),
+// owner.go (ownership in the context), turn.go (an owner's turn on a lock),
+// request.go (the request protocol: sequence numbers, resends, WAIT),
+// acquire.go (taking a hold), release.go (the one way back to a lower
+// count), hold.go (a hold's life, its deadline and its events), wait.go
+// (waiting on the unlock channel), hooks.go (the Hooks API and the traces
+// of calls), errors.go (the sentinels and every cause a hold ends with).
+// The primitives: mutex.go, group.go, rwmutex.go, rwmutex_state.go,
+// fairmutex.go with fairqueue.go, semaphore.go, latch.go, multilock.go
+// with multihold.go; inspect.go reads a lock for operators.
+//
+// How a Lock travels (uncontended), top-down:
+//
+//	mutex.go    Mutex.Lock → engine
+//	acquire.go  lock.acquire → begin
+//	lock.go       resource.check (Client.usable), lock.holdID (Client.field)
+//	owner.go      withOwner: the owner the context carries, or a new one
+//	hooks.go      traceAcquire (nothing without hooks)
+//	acquire.go    attempt
+//	turn.go         Client.take: the owner's turn on the lock
+//	acquire.go      ask → acquireCall
+//	request.go        Client.exchange: stamp seq/superseded, EVALSHA, resend
+//	acquire.go        parseGrant, keep
+//	hold.go             newHold (HoldStart), hold.record → watchdog.Add
+//	acquire.go      bound → hold.bind: the lock context
+//	turn.go         Client.give
+//	acquire.go    end → acquireTrace.end (hooks.go)
+//
+// When the first attempt finds the lock held, acquire goes on in wait.go
+// (waitOnChannel: pubsub.Subscriber.SubscribeAs, then attempt again on each
+// wake-up) or, for FairMutex, in fairqueue.go (waitInQueue).
+//
+// How an Unlock travels:
+//
+//	mutex.go    Mutex.Unlock → engine
+//	release.go  lock.unlock → leaveLevel (traceRelease, hooks.go)
+//	turn.go       Client.take
+//	release.go    release → releaseCall
+//	request.go      Client.exchange
+//	release.go      parseRelease
+//	hold.go         hold.finish (at 0): lifetime.end, watchdog.Remove, HoldEnd
+//	turn.go       Client.give
+//
+// How a watchdog round travels: watchdog/watchdog.go run wakes at a tick
+// → round.go renew: wheel.drain (wheel.go) takes the holds due, batch cuts
+// them per Cluster slot, send.go sends renew.lua per batch, tally reads the
+// replies, notify calls each hold's Renewed (hold.renewed: a later local
+// deadline) or Lost (hold.lost → hold.finish with ErrLockLost).
+//
+// # For maintainers: adding a primitive
+//
+//  1. Write its scripts in lua/: an acquire and a release that take the
+//     request layout (acquireCall, releaseCall) and answer with the codes
+//     the decoders read (parseGrant, parseRelease); register them in
+//     lua/scripts.go.
+//  2. Give it a key set in internal/keys if it must not share the lock's.
+//  3. In its own file, declare its kind (the one registration):
+//     var fooKind = &kind{name: "foo", acquire: script{run: lua.FooAcquire,
+//     src: lua.FooAcquireSource}, release: script{run: lua.FooRelease}}.
+//  4. Its type embeds (or holds) a lock made by newLock(c, name, fooKind,
+//     keys.CheckName(name), keys.New(c.prefix(), name)); its verbs call the
+//     engine: lock.acquire, lock.unlock, lock.forceUnlock, the queries.
+//  5. If its waiters wait differently, write the wait beside it (as
+//     fairqueue.go does) and an acquire that calls begin, the wait, and end.
+//  6. Tests beside it; the kind's hostile suite; a row in README's table.
+//
+// The engine never branches on a kind, and nothing a kind supplies is a
+// function value or an interface: a call on one primitive reaches no other
+// primitive's code.
 package rlock

@@ -1,6 +1,9 @@
 package rlock
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors. Errors returned by this package wrap them with %w (a
 // Mutex's errors add the lock's name); test for them with errors.Is.
@@ -50,4 +53,23 @@ var (
 	// ErrInvalidDuration is returned for a negative wait, or a lease or
 	// option duration out of range.
 	ErrInvalidDuration = errors.New("rlock: invalid duration")
+)
+
+// Why a hold ends: every cause its lock contexts may end with
+// (context.Cause), in one place. context.Canceled is the final unlock;
+// ErrLockLost itself, a renewal or a release that found the hold gone in
+// Redis; each other one matches ErrLockLost and says more. The hooks name
+// each with an EndReason (endReason in hooks.go).
+var (
+	// errDeadlinePassed: the local lease deadline passed before a renewal
+	// confirmed the hold (a fixed lease ran out, or renewals failed).
+	errDeadlinePassed = fmt.Errorf("%w: lease deadline passed without renewal", ErrLockLost)
+	// errForceUnlocked: this Client's ForceUnlock deleted the lock.
+	errForceUnlocked = fmt.Errorf("%w: force-unlocked", ErrLockLost)
+	// errUnlockFailed: the Unlock's request failed; the lease frees it.
+	errUnlockFailed = fmt.Errorf("%w: unlock failed", ErrLockLost)
+	// errQuorumLost: fewer parts of a MultiLock than its quorum are held.
+	errQuorumLost = fmt.Errorf("%w: fewer nodes than the quorum hold it", ErrLockLost)
+	// errHoldClosed: Client.Close ended the hold.
+	errHoldClosed = fmt.Errorf("%w: %w", ErrLockLost, ErrClosed)
 )

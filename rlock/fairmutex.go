@@ -31,93 +31,91 @@ import (
 // FairMutex and a Mutex of the same name are the same lock in Redis; a
 // Mutex that takes it passes the queue by, so do not mix them.
 type FairMutex struct {
-	m Mutex
+	l lock // not embedded: its acquire waits on the channel, FairMutex's in the queue
 }
 
 // FairMutex returns a handle on the fair lock called name, as Mutex does
 // on a lock.
 func (c *Client) FairMutex(name string) *FairMutex {
-	l := newLock(c, name, fairKind, keys.CheckName(name), func(prefix string) keys.Keys { return keys.New(prefix, name) })
-	return &FairMutex{Mutex{l}}
+	return &FairMutex{l: newLock(c, name, fairKind, keys.CheckName(name), keys.New(c.prefix(), name))}
 }
 
 // fairKind is FairMutex's: one reentrant owner at a time, handed the lock
-// in the order it queued.
+// in the order it queued (queueWait).
 var fairKind = &kind{
-	name:          "fairmutex",
-	acquire:       lua.FairAcquire,
-	acquireSource: lua.FairAcquireSource,
-	release:       lua.FairRelease,
-	acquireMore:   fairAcquireMore,
-	releaseMore:   fairReleaseMore,
-	wait:          fairWait,
+	name:    "fairmutex",
+	acquire: script{run: lua.FairAcquire, src: lua.FairAcquireSource},
+	release: script{run: lua.FairRelease},
 }
 
-// fairAcquireMore is what fair_acquire.lua takes after acquire.lua's KEYS
-// and ARGV, for an acquire that sets the lease set.
-func fairAcquireMore(l *lock, set time.Duration) (keys, args []string) {
-	watched := "0"
-	if set == l.c.cfg.lease {
-		watched = "1"
-	}
-	return []string{l.keys.Value().Queue, l.keys.Value().Channel}, []string{l.c.publish, l.c.leaseMs, watched}
-}
-
-// fairReleaseMore is what fair_release.lua takes after release.lua's KEYS.
-func fairReleaseMore(l *lock) []string {
-	return []string{l.keys.Value().Token, l.keys.Value().Queue}
-}
-
-// mutex returns the Mutex that f runs on, nil for a nil handle: its
-// methods answer ErrNilClient then.
-func (f *FairMutex) mutex() *Mutex {
+// engine returns f's lock engine, nilLock for a nil handle (see Mutex.engine).
+func (f *FairMutex) engine() *lock {
 	if f == nil {
-		return nil
+		return &nilLock
 	}
-	return &f.m
+	return &f.l
+}
+
+// acquire is lock.acquire with the queue's wait (fairqueue.go).
+func (f *FairMutex) acquire(ctx context.Context, wait, lease time.Duration) (context.Context, bool, error) {
+	l := f.engine()
+	a := l.begin(ctx, lease)
+	if a.waits(l, wait) {
+		a.lctx, a.g, a.err = l.waitInQueue(a.octx, a.o, wait, lease, &a.trace)
+	}
+	return l.end(&a)
 }
 
 // Name returns the lock's name.
-func (f *FairMutex) Name() string { return f.mutex().Name() }
+func (f *FairMutex) Name() string { return f.engine().Name() }
 
 // Lock is Mutex.Lock, first come, first served.
 func (f *FairMutex) Lock(ctx context.Context) (context.Context, error) {
-	return f.mutex().Lock(ctx)
+	lctx, _, err := f.acquire(ctx, waitForever, 0)
+	return lctx, err
 }
 
 // LockFor is Mutex.LockFor, first come, first served.
 func (f *FairMutex) LockFor(ctx context.Context, lease time.Duration) (context.Context, error) {
-	return f.mutex().LockFor(ctx, lease)
+	if err := validLease(lease); err != nil {
+		return ctx, f.engine().wrap(err)
+	}
+	lctx, _, err := f.acquire(ctx, waitForever, lease)
+	return lctx, err
 }
 
 // TryLock is Mutex.TryLock, first come, first served: with wait 0 it takes
 // the lock only when it is free and nobody waits for it.
 func (f *FairMutex) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, bool, error) {
-	return f.mutex().TryLock(ctx, wait, lease)
+	lease, err := tryLockArgs(wait, lease)
+	if err != nil {
+		return ctx, false, f.engine().wrap(err)
+	}
+	return f.acquire(ctx, wait, lease)
 }
 
 // Unlock is Mutex.Unlock; the last level hands the lock to the waiter
 // longest in the queue.
-func (f *FairMutex) Unlock(ctx context.Context) error { return f.mutex().Unlock(ctx) }
+func (f *FairMutex) Unlock(ctx context.Context) error { return f.engine().unlock(ctx) }
 
 // ForceUnlock is Mutex.ForceUnlock. The queue stays: the waiters it wakes
 // hand the lock to the one longest in it.
 func (f *FairMutex) ForceUnlock(ctx context.Context) (bool, error) {
-	return f.mutex().ForceUnlock(ctx)
+	return f.engine().forceUnlock(ctx)
 }
 
 // IsLocked is Mutex.IsLocked.
-func (f *FairMutex) IsLocked(ctx context.Context) (bool, error) { return f.mutex().IsLocked(ctx) }
+func (f *FairMutex) IsLocked(ctx context.Context) (bool, error) { return f.engine().isLocked(ctx) }
 
 // HoldCount is Mutex.HoldCount.
-func (f *FairMutex) HoldCount(ctx context.Context) (int, error) { return f.mutex().HoldCount(ctx) }
+func (f *FairMutex) HoldCount(ctx context.Context) (int, error) { return f.engine().holdCount(ctx) }
 
 // RemainingLease is Mutex.RemainingLease.
 func (f *FairMutex) RemainingLease(ctx context.Context) (time.Duration, error) {
-	return f.mutex().RemainingLease(ctx)
+	return f.engine().remainingLease(ctx)
 }
 
 // FencingToken is Mutex.FencingToken.
 func (f *FairMutex) FencingToken(ctx context.Context) (int64, bool) {
-	return f.mutex().FencingToken(ctx)
+	return f.engine().fencingToken(ctx)
 }

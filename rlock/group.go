@@ -15,10 +15,5 @@ func (c *Client) GroupedMutex(group, name string) *Mutex {
 	if err == nil {
 		err = keys.CheckName(name)
 	}
-	return newMutex(c, name, err, func(prefix string) keys.Keys { return keys.NewGrouped(prefix, group, name) })
-}
-
-// newMutex returns a handle on the lock called name; see newLock.
-func newMutex(c *Client, name string, invalid error, keysOf func(prefix string) keys.Keys) *Mutex {
-	return &Mutex{newLock(c, name, mutexKind, invalid, keysOf)}
+	return &Mutex{newLock(c, name, mutexKind, err, keys.NewGrouped(c.prefix(), group, name))}
 }

@@ -16,15 +16,11 @@ type holdKey struct {
 	id holdID
 }
 
-// errDeadlinePassed is the cause of a hold whose local lease deadline passed
-// before a renewal confirmed it.
-var errDeadlinePassed = fmt.Errorf("%w: lease deadline passed without renewal", ErrLockLost)
-
 // hold is what this process knows of one owner's hold on one lock: its
 // fencing token, its lease, the local deadline by which a renewal must have
 // been confirmed, and the context that ends when it may no longer be held.
 //
-// The count of re-entries lives in the owner's slot; a hold exists from the
+// The count of re-entries lives in the owner's turn; a hold exists from the
 // first acquire until the final Unlock, a loss, or Client.Close.
 type hold struct {
 	c     *Client
@@ -121,18 +117,20 @@ func (h *hold) renewed(sent time.Time) {
 	}
 }
 
-func (h *hold) lost() {
+// lost is the watchdog's news that a renewal found the hold gone.
+func (h *hold) lost(*watchdog.Hold) {
 	h.c.cfg.logger.Warn("rlock: lock lost: renewal found it gone", "key", h.id.key)
 	h.finish(ErrLockLost)
 }
 
+// expired is the local deadline passing.
 func (h *hold) expired() {
 	h.c.cfg.logger.Warn("rlock: lock lost: lease deadline passed", "key", h.id.key)
 	h.finish(errDeadlinePassed)
 }
 
 // finish ends h once: every context bound to it is done with cause, and no
-// renewal is sent for it any more. Its slot keeps the count Redis confirmed:
+// renewal is sent for it any more. Its turn keeps the count Redis confirmed:
 // an Unlock after a loss still leaves what Redis may hold.
 //
 // The contexts end before the watchdog lets go: Remove waits for a renewal
@@ -159,8 +157,99 @@ func (h *hold) finish(cause error) {
 	h.hookEnd(cause, watched != nil)
 }
 
+// hookStart reports that h began.
+func (h *hold) hookStart() {
+	if hk := h.c.cfg.hooks; hk != nil {
+		hk.HoldStart(HoldStart{LockRef: h.ref, Token: h.token})
+	}
+}
+
+// hookEnd reports that h ended with cause; watched says the watchdog renewed
+// it, which tells a lease that ran out from a renewal that never came.
+func (h *hold) hookEnd(cause error, watched bool) {
+	hk := h.c.cfg.hooks
+	if hk == nil {
+		return
+	}
+	hk.HoldEnd(HoldEnd{LockRef: h.ref, Token: h.token, Held: time.Since(h.since), Reason: endReason(cause, watched), Cause: cause})
+}
+
+// endReason names why a hold ended with cause.
+func endReason(cause error, watched bool) EndReason {
+	switch {
+	case !errors.Is(cause, ErrLockLost):
+		return EndReleased
+	case errors.Is(cause, ErrClosed):
+		return EndClosed
+	case errors.Is(cause, errForceUnlocked):
+		return EndForceUnlocked
+	case errors.Is(cause, errUnlockFailed):
+		return EndUnlockFailed
+	case errors.Is(cause, errQuorumLost):
+		return EndQuorumLost
+	case errors.Is(cause, errDeadlinePassed) && watched:
+		return EndDeadline
+	case errors.Is(cause, errDeadlinePassed):
+		return EndLeaseEnded
+	}
+	return EndGone
+}
+
 // drift is the allowance for clock-rate differences between this process and
 // Redis over one lease: 1% of it plus 2 ms, as the Redlock algorithm sets it.
 func drift(lease time.Duration) time.Duration {
 	return lease/100 + 2*time.Millisecond
+}
+
+// lifetime is how long a hold lasts. It is a context, done with the hold's
+// cause when the hold ends, and it ends every lock context bound to it in
+// that same moment: a caller that sees the final Unlock return, or a loss
+// detected, sees its lock context done. (context.AfterFunc would end them a
+// goroutine later.)
+type lifetime struct {
+	context.Context
+	cancel context.CancelCauseFunc
+
+	mu    sync.Mutex
+	ended bool
+	bound []context.CancelCauseFunc // lock contexts to end with the hold
+}
+
+func newLifetime() *lifetime {
+	l := &lifetime{}
+	l.Context, l.cancel = context.WithCancelCause(context.Background())
+	return l
+}
+
+// bind returns a context derived from parent, carrying val under key, that
+// is done when parent is or when the lifetime ends, with the lifetime's
+// cause.
+func (l *lifetime) bind(parent context.Context, key, val any) context.Context {
+	ctx, cancel := context.WithCancelCause(context.WithValue(parent, key, val))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ended {
+		cancel(context.Cause(l))
+	} else {
+		l.bound = append(l.bound, cancel)
+	}
+	return ctx
+}
+
+// end ends the lifetime with cause, once; it reports whether this call did.
+func (l *lifetime) end(cause error) bool {
+	l.mu.Lock()
+	if l.ended {
+		l.mu.Unlock()
+		return false
+	}
+	l.ended = true
+	bound := l.bound
+	l.bound = nil
+	l.mu.Unlock()
+	l.cancel(cause)
+	for _, cancel := range bound {
+		cancel(cause)
+	}
+	return true
 }

@@ -198,19 +198,9 @@ type callTrace struct {
 	start time.Time
 }
 
-// traceCall begins a trace with start, the start hook of l's Client's
-// hooks, if it has hooks.
-func (l *lock) traceCall(ctx context.Context, start func(Hooks, context.Context, LockRef) context.Context) callTrace {
-	hk := l.c.cfg.hooks
-	if hk == nil {
-		return callTrace{}
-	}
-	return callTrace{hooks: hk, ctx: start(hk, ctx, l.ref()), start: time.Now()}
-}
-
-// acquireTrace follows one acquire for the hooks. Its zero value, and a nil
-// one, report nothing; counting attempts and wake-ups costs nothing worth
-// a branch.
+// acquireTrace follows one acquire for the hooks; its zero value reports
+// nothing. The acquire counts its attempts and wake-ups in it whether or
+// not it reports: that costs nothing worth a branch.
 type acquireTrace struct {
 	callTrace
 	waitStart time.Time
@@ -220,26 +210,16 @@ type acquireTrace struct {
 
 // traceAcquire begins following an acquire by ctx.
 func (l *lock) traceAcquire(ctx context.Context) acquireTrace {
-	return acquireTrace{callTrace: l.traceCall(ctx, Hooks.AcquireStart)}
-}
-
-// attempted counts an acquire request.
-func (t *acquireTrace) attempted() {
-	if t != nil {
-		t.attempts++
+	hk := l.c.cfg.hooks
+	if hk == nil {
+		return acquireTrace{}
 	}
-}
-
-// woke counts a waiter's wake-up.
-func (t *acquireTrace) woke() {
-	if t != nil {
-		t.wakeups++
-	}
+	return acquireTrace{callTrace: callTrace{hooks: hk, ctx: hk.AcquireStart(ctx, l.ref()), start: time.Now()}}
 }
 
 // waiting reports that the call begins to wait for l.
 func (t *acquireTrace) waiting(l *lock) {
-	if t == nil || t.hooks == nil {
+	if t.hooks == nil {
 		return
 	}
 	t.waitStart = time.Now()
@@ -248,7 +228,7 @@ func (t *acquireTrace) waiting(l *lock) {
 
 // end reports the acquire's result: g and err, for the caller's ctx.
 func (t *acquireTrace) end(ctx context.Context, l *lock, g grant, err error) {
-	if t == nil || t.hooks == nil {
+	if t.hooks == nil {
 		return
 	}
 	now := time.Now()
@@ -302,14 +282,18 @@ type releaseTrace struct {
 
 // traceRelease begins following an Unlock by ctx.
 func (l *lock) traceRelease(ctx context.Context) releaseTrace {
-	return releaseTrace{callTrace: l.traceCall(ctx, Hooks.ReleaseStart)}
+	hk := l.c.cfg.hooks
+	if hk == nil {
+		return releaseTrace{}
+	}
+	return releaseTrace{callTrace: callTrace{hooks: hk, ctx: hk.ReleaseStart(ctx, l.ref()), start: time.Now()}}
 }
 
-// record records what the release request answered for slot s.
-func (t *releaseTrace) record(s *slot, result released) {
-	t.result, t.left = result, s.count
-	if s.hold != nil {
-		t.token = s.hold.token
+// record records what the release request answered for turn tn.
+func (t *releaseTrace) record(tn *turn, result released) {
+	t.result, t.left = result, tn.count
+	if tn.hold != nil {
+		t.token = tn.hold.token
 	}
 }
 
@@ -329,50 +313,6 @@ func (t *releaseTrace) end(l *lock, err error) {
 		e.Outcome = OutcomeStillHeld
 	}
 	t.hooks.ReleaseEnd(t.ctx, e)
-}
-
-// The causes a hold ends with that name their own reason.
-var (
-	errForceUnlocked = fmt.Errorf("%w: force-unlocked", ErrLockLost)
-	errUnlockFailed  = fmt.Errorf("%w: unlock failed", ErrLockLost)
-)
-
-// hookStart reports that h began.
-func (h *hold) hookStart() {
-	if hk := h.c.cfg.hooks; hk != nil {
-		hk.HoldStart(HoldStart{LockRef: h.ref, Token: h.token})
-	}
-}
-
-// hookEnd reports that h ended with cause; watched says the watchdog renewed
-// it, which tells a lease that ran out from a renewal that never came.
-func (h *hold) hookEnd(cause error, watched bool) {
-	hk := h.c.cfg.hooks
-	if hk == nil {
-		return
-	}
-	hk.HoldEnd(HoldEnd{LockRef: h.ref, Token: h.token, Held: time.Since(h.since), Reason: endReason(cause, watched), Cause: cause})
-}
-
-// endReason names why a hold ended with cause.
-func endReason(cause error, watched bool) EndReason {
-	switch {
-	case !errors.Is(cause, ErrLockLost):
-		return EndReleased
-	case errors.Is(cause, ErrClosed):
-		return EndClosed
-	case errors.Is(cause, errForceUnlocked):
-		return EndForceUnlocked
-	case errors.Is(cause, errUnlockFailed):
-		return EndUnlockFailed
-	case errors.Is(cause, errQuorumLost):
-		return EndQuorumLost
-	case errors.Is(cause, errDeadlinePassed) && watched:
-		return EndDeadline
-	case errors.Is(cause, errDeadlinePassed):
-		return EndLeaseEnded
-	}
-	return EndGone
 }
 
 // replicaAcked reports the replica acknowledgement of a granted acquire

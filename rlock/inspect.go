@@ -3,93 +3,160 @@ package rlock
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/rlock/rlock/lua"
 )
 
-// IsLocked reports whether any owner holds the lock.
-func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
-	return m.engine().isLocked(ctx)
+// LockState is a snapshot of one lock in Redis, for operators: who holds
+// it, how often, for how long, the last fencing token, and whether anyone
+// waits. It is a diagnostic, not a synchronisation primitive: the lock may
+// change the moment after it was read, so never decide from it whether to
+// take, release or use a lock.
+type LockState struct {
+	Name string
+	Key  string // the lock's hash key
+	// Type is the Redis type of Key: "hash" for a held lock, "none" for a
+	// free one; anything else means something other than rlock wrote Key.
+	Type string
+	// Lease is what is left of Key's lease: 0 when the lock is free, -1
+	// when Key has no expiry.
+	Lease time.Duration
+	// Holders are the owners' fields in the hash, by field: more than one
+	// for primitives with shared holds (readers, permits).
+	Holders []Holder
+	// Marks are the hash's other fields: "waiters" (a release must
+	// publish), and whatever a primitive keeps beside its holders.
+	Marks map[string]string
+	// FencingToken is the last token handed out on this lock (the current
+	// holder's, if the lock is held and no acquire of another kind
+	// followed); 0 when none was.
+	FencingToken int64
+	// Subscribers counts the subscriptions to the lock's unlock channel
+	// (PUBSUB NUMSUB, SHARDNUMSUB on a Cluster): one per rlock Client with
+	// waiters on this lock, however many waiters each has.
+	Subscribers int64
 }
 
-// HoldCount returns how many times ctx's owner holds the lock: 0 when it
-// does not hold it. Like Unlock, it answers for a lock context that is
-// already done (after the final Unlock, say): such a context still names its
-// owner.
-func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
-	return m.engine().holdCount(ctx)
+// Holder is one owner's hold in a LockState.
+type Holder struct {
+	// Field is the owner's hash field: <clientID>:<ownerToken>, and the
+	// kind's suffix.
+	Field string
+	// Local says this Client made the hold.
+	Local bool
+	// Count is the hold count: 1, plus one per re-entry.
+	Count int64
+	// Lease is what is left of the hold's own lease (F#exp) for a hold that
+	// has one beside the key's; 0 for one that has none.
+	Lease time.Duration
 }
 
-// RemainingLease returns how long the lock's current lease has left in
-// Redis: 0 when nobody holds it.
-func (m *Mutex) RemainingLease(ctx context.Context) (time.Duration, error) {
-	return m.engine().remainingLease(ctx)
+// Inspect reads the state of the lock called name, as Client.Mutex(name)
+// names it, in Redis; see LockState. It is a diagnostic for operators, not a
+// synchronisation primitive.
+func (c *Client) Inspect(ctx context.Context, name string) (LockState, error) {
+	return c.Mutex(name).Inspect(ctx)
 }
 
-// FencingToken returns the fencing token of the hold on this lock that ctx
-// carries, and false when ctx carries no active hold of it. Tokens strictly
-// increase across successive holders of a lock and stay the same on
-// re-entry: a store that rejects writes with a token lower than one it has
-// seen turns away a holder whose lock was lost.
-func (m *Mutex) FencingToken(ctx context.Context) (int64, bool) {
-	return m.engine().fencingToken(ctx)
-}
-
-// isLocked reports whether the resource's hash exists.
-func (l *lock) isLocked(ctx context.Context) (bool, error) {
-	if err := l.check(ctx); err != nil {
-		return false, l.wrap(err)
+// inspect reads the resource's hash, lease and token in one script, and the
+// subscribers of its channel.
+func (r *resource) inspect(ctx context.Context) (LockState, error) {
+	if err := r.check(ctx); err != nil {
+		return LockState{}, r.wrap(err)
 	}
-	n, err := l.c.rc.Do(ctx, l.c.rc.B().Exists().Key(l.keys.Value().Hash).Build()).AsInt64()
+	k := r.keys.Value()
+	numsub := r.c.rc.B().PubsubNumsub().Channel(k.Channel).Build()
+	if r.c.publish == "spublish" {
+		numsub = r.c.rc.B().PubsubShardnumsub().Channel(k.Channel).Build()
+	}
+	snap, err := lua.Inspect.Exec(ctx, r.c.rc, []string{k.Hash, k.Token}, nil).ToArray()
 	if err != nil {
-		return false, l.wrap(fmt.Errorf("rlock: exists: %w", err))
+		return LockState{}, r.wrap(fmt.Errorf("rlock: inspect: %w", err))
 	}
-	return n == 1, nil
-}
-
-// holdCount reads the count of ctx's owner's field of l's kind; 0 when ctx
-// names no owner or the field is missing.
-func (l *lock) holdCount(ctx context.Context) (int, error) {
-	if err := l.check(ctx); err != nil {
-		return 0, l.wrap(err)
-	}
-	o, ok := ownerFrom(ctx)
-	if !ok {
-		return 0, nil
-	}
-	ctx, cancel := l.c.detached(ctx)
-	defer cancel()
-	n, err := l.c.rc.Do(ctx, l.c.rc.B().Hget().Key(l.keys.Value().Hash).Field(l.holdID(o).field).Build()).AsInt64()
-	if rueidis.IsRedisNil(err) {
-		return 0, nil
-	}
+	subs, err := r.c.rc.Do(ctx, numsub).AsIntMap()
 	if err != nil {
-		return 0, l.wrap(fmt.Errorf("rlock: hget: %w", err))
+		return LockState{}, r.wrap(fmt.Errorf("rlock: inspect subscribers: %w", err))
 	}
-	return int(n), nil
-}
-
-// remainingLease reads the PTTL of the resource's hash: 0 when it is gone.
-func (l *lock) remainingLease(ctx context.Context) (time.Duration, error) {
-	if err := l.check(ctx); err != nil {
-		return 0, l.wrap(err)
-	}
-	ms, err := l.c.rc.Do(ctx, l.c.rc.B().Pttl().Key(l.keys.Value().Hash).Build()).AsInt64()
+	st, err := r.c.lockState(snap)
 	if err != nil {
-		return 0, l.wrap(fmt.Errorf("rlock: pttl: %w", err))
+		return LockState{}, r.wrap(err)
 	}
-	return time.Duration(max(ms, 0)) * time.Millisecond, nil
+	st.Name, st.Key, st.Subscribers = r.name, k.Hash, subs[k.Channel]
+	return st, nil
 }
 
-// fencingToken is the token of the active hold on l that ctx carries.
-func (l *lock) fencingToken(ctx context.Context) (int64, bool) {
-	if l.check(ctx) != nil {
-		return 0, false
+// lockState reads inspect.lua's reply.
+func (c *Client) lockState(snap []rueidis.RedisMessage) (LockState, error) {
+	if len(snap) != 5 {
+		return LockState{}, fmt.Errorf("rlock: unexpected inspect reply of %d entries", len(snap))
 	}
-	h, ok := l.carried(ctx)
-	if !ok {
-		return 0, false
+	now, err := snap[0].AsInt64()
+	if err != nil {
+		return LockState{}, fmt.Errorf("rlock: inspect time: %w", err)
 	}
-	return h.token, true
+	var st LockState
+	if st.Type, err = snap[1].ToString(); err != nil {
+		return LockState{}, fmt.Errorf("rlock: inspect type: %w", err)
+	}
+	pttl, err := snap[2].AsInt64()
+	if err != nil {
+		return LockState{}, fmt.Errorf("rlock: inspect pttl: %w", err)
+	}
+	switch {
+	case pttl == -1:
+		st.Lease = -1
+	case pttl > 0:
+		st.Lease = fromMillis(pttl)
+	}
+	if token, err := snap[3].ToString(); err == nil {
+		st.FencingToken, _ = strconv.ParseInt(token, 10, 64)
+	}
+	fields, err := snap[4].AsStrMap()
+	if err != nil {
+		return LockState{}, fmt.Errorf("rlock: inspect fields: %w", err)
+	}
+	st.Holders, st.Marks = c.holders(fields, now)
+	return st, nil
+}
+
+// holders sorts a lock hash's fields into holders and marks. A holder is a
+// field F with a count beside F#seq (the request protocol's, which every
+// primitive on the engine keeps) or F#exp (an own lease, in Redis ms, which
+// ends now-ms from now); those two belong to it, every other field is a
+// mark.
+func (c *Client) holders(fields map[string]string, now int64) ([]Holder, map[string]string) {
+	var holders []Holder
+	held := map[string]bool{}
+	for f, v := range fields {
+		_, seq := fields[f+"#seq"]
+		exp, own := fields[f+"#exp"]
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || !(seq || own) {
+			continue
+		}
+		h := Holder{Field: f, Local: strings.HasPrefix(f, c.id+":"), Count: n}
+		if ends, err := strconv.ParseInt(exp, 10, 64); own && err == nil && ends > now {
+			h.Lease = fromMillis(ends - now)
+		}
+		holders = append(holders, h)
+		held[f] = true
+	}
+	slices.SortFunc(holders, func(a, b Holder) int { return strings.Compare(a.Field, b.Field) })
+	var marks map[string]string
+	for f, v := range fields {
+		if i := strings.LastIndexByte(f, '#'); held[f] || i >= 0 && held[f[:i]] && (f[i:] == "#seq" || f[i:] == "#exp") {
+			continue
+		}
+		if marks == nil {
+			marks = map[string]string{}
+		}
+		marks[f] = v
+	}
+	return holders, marks
 }

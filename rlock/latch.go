@@ -26,7 +26,7 @@ import (
 // and CountDown does nothing until TrySetCount sets it again. Do not rely
 // on a latch to hold processes back across a Redis that loses data.
 type CountDownLatch struct {
-	lock // only its names, checks and Client: a latch takes no holds
+	resource // a latch takes no holds: it is a resource, not a lock
 }
 
 // CountDownLatch returns a handle on the latch called name. Handles are
@@ -34,28 +34,27 @@ type CountDownLatch struct {
 // Mutex or Semaphore of the same name. Only the empty name is invalid; it
 // is reported by the handle's first call.
 func (c *Client) CountDownLatch(name string) *CountDownLatch {
-	return &CountDownLatch{newLock(c, name, nil, keys.CheckName(name), func(prefix string) keys.Keys {
-		return keys.NewLatch(prefix, name)
-	})}
+	return &CountDownLatch{newResource(c, name, keys.CheckName(name), keys.NewLatch(c.prefix(), name))}
 }
 
-// engine returns d's engine, nil for a nil handle (see Mutex.engine).
-func (d *CountDownLatch) engine() *lock {
+// latch returns d's resource, nil for a nil handle: its methods answer
+// ErrNilClient then.
+func (d *CountDownLatch) latch() *resource {
 	if d == nil {
 		return nil
 	}
-	return &d.lock
+	return &d.resource
 }
 
 // Name returns the latch's name.
 func (d *CountDownLatch) Name() string {
-	return d.engine().Name()
+	return d.latch().Name()
 }
 
 // TrySetCount sets the count to n > 0 when it is 0 or unset, and reports
 // whether it did.
 func (d *CountDownLatch) TrySetCount(ctx context.Context, n int64) (bool, error) {
-	l := d.engine()
+	l := d.latch()
 	if err := l.check(ctx); err != nil {
 		return false, l.wrap(err)
 	}
@@ -71,7 +70,7 @@ func (d *CountDownLatch) TrySetCount(ctx context.Context, n int64) (bool, error)
 
 // Count returns the count: 0 when it reached 0 or was never set.
 func (d *CountDownLatch) Count(ctx context.Context) (int64, error) {
-	l := d.engine()
+	l := d.latch()
 	if err := l.check(ctx); err != nil {
 		return 0, l.wrap(err)
 	}
@@ -83,4 +82,116 @@ func (d *CountDownLatch) Count(ctx context.Context) (int64, error) {
 		return 0, l.wrap(fmt.Errorf("rlock: latch count: %w", err))
 	}
 	return n, nil
+}
+
+// CountDown counts the latch down by one; the count reaching 0 wakes every
+// Await. On a latch at 0 or unset it does nothing.
+//
+// It counts exactly once: a call resent after a lost reply carries the
+// request's first sequence number, and the script does not count a request
+// twice; a request whose caller gave up is settled, as a Mutex's is, so
+// that no copy of it counts later. It returns nil when the request counted,
+// also when only the settling call learned that it had. An error means it
+// did not count and will not, unless Redis stayed unreachable for the
+// whole retry timeout of the settling call (the caveat of Mutex's request
+// protocol: a copy still in flight then may count later).
+func (d *CountDownLatch) CountDown(ctx context.Context) error {
+	l := d.latch()
+	if err := l.check(ctx); err != nil {
+		return l.wrap(err)
+	}
+	if ctx.Err() != nil {
+		return l.wrap(fmt.Errorf("rlock: count down: %w", doneErr(ctx)))
+	}
+	// One Client's requests on a latch take turns, as an owner's on a lock
+	// do: the script tells a request's calls from the ones before by first,
+	// a number reserved before them and below theirs.
+	t, err := l.c.take(ctx, holdID{key: l.keys.Value().Hash, field: l.c.id})
+	if err != nil {
+		return l.wrap(fmt.Errorf("rlock: count down: %w", err))
+	}
+	defer l.c.give(t)
+	first := strconv.FormatUint(l.c.seq.Add(1), 10)
+	rctx, cancel := context.WithTimeout(ctx, l.c.cfg.retryTimeout)
+	_, err = l.countDown(rctx, t, first, true)
+	cancel()
+	switch {
+	case err == nil:
+		return nil
+	case t.unsettled == 0: // Redis answered: nothing to settle
+		return l.wrap(err)
+	}
+	sctx, cancel := l.c.detached(ctx)
+	defer cancel()
+	counted, serr := l.countDown(sctx, t, first, false)
+	switch {
+	case serr != nil:
+		err = fmt.Errorf("%w; settling failed too: %w", err, serr)
+	case counted:
+		return nil
+	}
+	if ctx.Err() != nil {
+		err = doneErr(ctx)
+	}
+	return l.wrap(err)
+}
+
+// countDown sends one call of the request in turn t, whose turn the
+// caller has, to count the latch down (or, with down false, only to settle
+// the request's lost calls), and reports whether the request counted.
+// first is the number reserved before the request's first call.
+func (l *resource) countDown(ctx context.Context, t *turn, first string, down bool) (bool, error) {
+	k := l.keys.Value()
+	call := scriptCall{
+		keys: []string{k.Hash, k.Channel, k.Fence},
+		args: []string{l.c.id, "", first, flag(down), "", l.c.fenceMs, l.c.publish},
+	}
+	reply, _, _, err := l.c.exchange(ctx, t, script{run: lua.LatchCountDown}, call, false)
+	switch {
+	case err != nil:
+		return false, fmt.Errorf("rlock: count down: %w", err)
+	case len(reply) == 2 && (reply[0] == 0 || reply[0] == 1):
+		return reply[0] == 1, nil
+	case len(reply) == 2 && reply[0] == 2:
+		return false, errStale
+	}
+	return false, fmt.Errorf("rlock: unexpected count down reply %v", reply)
+}
+
+// Await returns when the latch's count is 0: at once when it is 0 or was
+// never set, else when the CountDown that brings it to 0 wakes it. It
+// returns ctx's error, wrapped, when ctx is done first, Redis's when
+// reading the count fails, and ErrClosed after Close.
+//
+// It subscribes to the latch's channel before it reads the count, so a
+// CountDown between the two cannot be missed, and then sleeps until a
+// message (or a subscription made again after a lost connection, which
+// may have lost one) makes it read the count again: it never polls.
+func (d *CountDownLatch) Await(ctx context.Context) error {
+	l := d.latch()
+	if err := l.check(ctx); err != nil {
+		return l.wrap(err)
+	}
+	w, err := l.c.subs.Subscribe(ctx, l.keys.Value().Channel)
+	if err != nil {
+		if ferr := subscribeFailed(ctx, err); ferr != nil {
+			err = ferr
+		}
+		return l.wrap(err)
+	}
+	defer w.Done(true)
+	for {
+		n, err := d.Count(ctx)
+		switch {
+		case err != nil:
+			return err
+		case n <= 0:
+			return nil
+		}
+		select {
+		case <-w.Wake():
+		case <-ctx.Done():
+			return l.wrap(fmt.Errorf("rlock: await: %w", doneErr(ctx)))
+		}
+	}
 }

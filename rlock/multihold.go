@@ -3,7 +3,6 @@ package rlock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 )
@@ -11,10 +10,6 @@ import (
 // multiKey is the context key under which a MultiLock context carries its
 // multiHold.
 type multiKey struct{ ml *MultiLock }
-
-// errQuorumLost is the cause of a MultiLock context once fewer than the
-// quorum of its parts are held.
-var errQuorumLost = fmt.Errorf("%w: fewer nodes than the quorum hold it", ErrLockLost)
 
 // multiHold is one owner's hold on a MultiLock: a part (a single-node hold)
 // per node that granted it. With the watchdog, a part that is lost is taken
@@ -64,7 +59,14 @@ func (mh *multiHold) setPart(i int, h *hold) {
 		return
 	}
 	mh.parts[i] = h
-	context.AfterFunc(h.life, func() { mh.partEnded(i, h) })
+	go mh.watchPart(i, h)
+}
+
+// watchPart waits for node i's part h to end, and reacts. Every part ends
+// (Unlock, a loss, its lease, Close), and its watcher with it.
+func (mh *multiHold) watchPart(i int, h *hold) {
+	<-h.life.Done()
+	mh.partEnded(i, h)
 }
 
 // partEnded reacts to the end of node i's part h. An Unlock's end is no
@@ -132,17 +134,16 @@ func (mh *multiHold) retakeOnce(i int) bool {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), nodeTimeout(0, m))
 	defer cancel()
-	var part *hold
-	g, err := m.tryOnce(ctx, m.holdID(mh.o), 0, false, func(s *slot) error {
-		part = s.hold
-		return nil
-	})
+	lctx, g, err := m.attempt(ctx, m.holdID(mh.o), 0, false)
 	if err != nil || !g.acquired {
 		m.c.cfg.logger.Debug("rlock: multilock could not take a lost part again yet", "key", m.keys.Value().Hash, "err", err)
 		return errors.Is(err, ErrClosed)
 	}
-	mh.setPart(i, part)
-	return true
+	part, ok := m.carried(lctx)
+	if ok {
+		mh.setPart(i, part)
+	}
+	return ok
 }
 
 // checkQuorum ends the hold once fewer parts than the quorum are held; the

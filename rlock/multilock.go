@@ -11,9 +11,10 @@ import (
 
 // MultiLock is one lock over several Mutexes, each normally from a Client on
 // a different, independent Redis master: NewMultiLock needs every one of
-// them, NewRedLock a majority (the Redlock algorithm). It has the methods of
-// Mutex with the same meaning; the context it returns carries one owner for
-// every node, and a nested Lock with it re-enters on every node.
+// them, NewRedLock a majority (the Redlock algorithm). It has Lock,
+// LockFor, TryLock and Unlock, with Mutex's meanings; the context it
+// returns carries one owner for every node, and a nested Lock with it
+// re-enters on every node.
 type MultiLock struct {
 	mutexes []*Mutex
 	quorum  int
@@ -51,7 +52,7 @@ func (ml *MultiLock) LockFor(ctx context.Context, lease time.Duration) (context.
 	return lctx, err
 }
 
-// TryLock tries for up to wait (0: one round) and reports whether the lock
+// TryLock tries for up to wait (0: one try) and reports whether the lock
 // was taken; lease > 0 is fixed, lease <= 0 hands it to the watchdogs. When
 // it was not taken in time it returns ctx unchanged, false and nil, and no
 // node keeps a part of it.
@@ -130,16 +131,16 @@ func (ml *MultiLock) acquire(ctx context.Context, wait, lease time.Duration) (co
 // settling every request whose reply never came.
 func (ml *MultiLock) tryQuorum(ctx context.Context, o *owner, lease time.Duration) ([]*hold, error) {
 	start := time.Now()
-	slots := make([]*slot, len(ml.mutexes))
+	turns := make([]*turn, len(ml.mutexes))
 	granted := make([]bool, len(ml.mutexes))
 	taken, failed := 0, 0
 	for i, m := range ml.mutexes {
 		nctx, cancel := context.WithTimeout(ctx, nodeTimeout(lease, m))
-		s, err := m.c.take(nctx, m.holdID(o))
+		t, err := m.c.take(nctx, m.holdID(o))
 		var g grant
 		if err == nil {
-			slots[i] = s
-			g, err = m.grant(nctx, s, lease, false)
+			turns[i] = t
+			g, err = m.ask(nctx, t, lease, false)
 		}
 		cancel()
 		if err == nil && g.acquired {
@@ -156,32 +157,27 @@ func (ml *MultiLock) tryQuorum(ctx context.Context, o *owner, lease time.Duratio
 	won := ctx.Err() == nil && taken >= ml.quorum && set-time.Since(start)-drift(set) > 0
 	holds := make([]*hold, len(ml.mutexes))
 	var wg sync.WaitGroup
-	for i, s := range slots {
-		if s == nil {
-			continue
-		}
+	for i, t := range turns {
 		m := ml.mutexes[i]
-		if won {
+		switch {
+		case t == nil:
+		case won:
 			if granted[i] {
-				holds[i] = s.hold
+				holds[i] = t.hold
 			}
 			// A node whose reply never came is settled after the lock is
 			// handed out, not before: the caller holds the lock, so a level
 			// the lost call took is a part of it until the settling call
 			// takes it back, and an Unlock of that node waits for it.
-			m.c.background(func() {
-				defer m.c.give(s)
-				m.settle(ctx, s)
-			})
-			continue
-		}
-		wg.Go(func() {
-			defer m.c.give(s)
-			if granted[i] && !won {
-				m.giveBack(ctx, s, s.count-1, "a multilock part")
+			if m.c.goLater() {
+				go endTurn(m, ctx, t, false, &m.c.bg)
+			} else {
+				endTurn(m, ctx, t, false, nil)
 			}
-			m.settle(ctx, s)
-		})
+		default:
+			wg.Add(1)
+			go endTurn(m, ctx, t, granted[i], &wg)
+		}
 	}
 	wg.Wait()
 	switch {
@@ -191,6 +187,20 @@ func (ml *MultiLock) tryQuorum(ctx context.Context, o *owner, lease time.Duratio
 		return nil, fmt.Errorf("rlock: multilock: %w", doneErr(ctx))
 	}
 	return nil, nil
+}
+
+// endTurn ends node m's turn t after a try: it gives back the part the
+// try took when undo says it fell short, settles a request whose reply
+// never came, and then tells wg, if any, that it is done.
+func endTurn(m *Mutex, ctx context.Context, t *turn, undo bool, wg *sync.WaitGroup) {
+	if wg != nil {
+		defer wg.Done()
+	}
+	defer m.c.give(t)
+	if undo {
+		m.giveBack(ctx, t, t.count-1, "a multilock part")
+	}
+	m.settle(ctx, t)
 }
 
 // Unlock leaves one level on every node, all of them even when some fail,
@@ -214,7 +224,8 @@ func (ml *MultiLock) Unlock(ctx context.Context) error {
 	errs := make([]error, len(ml.mutexes))
 	var wg sync.WaitGroup
 	for i, m := range ml.mutexes {
-		wg.Go(func() { errs[i] = m.Unlock(octx) })
+		wg.Add(1)
+		go unlockPart(m, octx, &errs[i], &wg)
 	}
 	wg.Wait()
 	if mh != nil {
@@ -240,14 +251,20 @@ func (ml *MultiLock) Unlock(ctx context.Context) error {
 	return errors.Join(failures...)
 }
 
-// nodeTimeout bounds one node's acquire in a round: small against the
+// unlockPart unlocks node m for octx into err, and tells wg.
+func unlockPart(m *Mutex, octx context.Context, err *error, wg *sync.WaitGroup) {
+	defer wg.Done()
+	*err = m.Unlock(octx)
+}
+
+// nodeTimeout bounds one node's acquire in a try: small against the
 // lease, so that a slow node cannot eat the validity of the others.
 func nodeTimeout(lease time.Duration, m *Mutex) time.Duration {
 	lease = m.c.leaseOr(lease)
 	return min(max(lease/10, 50*time.Millisecond), time.Second)
 }
 
-// retryDelay is a random pause between rounds, up to a tenth of the lease
+// retryDelay is a random pause between tries, up to a tenth of the lease
 // and at most 200 ms.
 func (ml *MultiLock) retryDelay(lease time.Duration) time.Duration {
 	lease = ml.mutexes[0].c.leaseOr(lease)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/rlock/rlock/lua"
 )
 
 // Mutex is a reentrant lock shared through Redis by every process that
@@ -23,11 +25,18 @@ type Mutex struct {
 	lock
 }
 
-// engine returns m's lock engine, nil for a nil handle: the engine's
+// mutexKind is Mutex's: one reentrant owner at a time.
+var mutexKind = &kind{
+	name:    "mutex",
+	acquire: script{run: lua.Acquire, src: lua.AcquireSource},
+	release: script{run: lua.Release},
+}
+
+// engine returns m's lock engine, nilLock for a nil handle: the engine's
 // methods answer ErrNilClient then, where a promoted call would panic.
 func (m *Mutex) engine() *lock {
 	if m == nil {
-		return nil
+		return &nilLock
 	}
 	return &m.lock
 }
@@ -87,6 +96,40 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 // lock end with ErrLockLost.
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	return m.engine().forceUnlock(ctx)
+}
+
+// IsLocked reports whether any owner holds the lock.
+func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
+	return m.engine().isLocked(ctx)
+}
+
+// HoldCount returns how many times ctx's owner holds the lock: 0 when it
+// does not hold it. Like Unlock, it answers for a lock context that is
+// already done (after the final Unlock, say): such a context still names its
+// owner.
+func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
+	return m.engine().holdCount(ctx)
+}
+
+// RemainingLease returns how long the lock's current lease has left in
+// Redis: 0 when nobody holds it.
+func (m *Mutex) RemainingLease(ctx context.Context) (time.Duration, error) {
+	return m.engine().remainingLease(ctx)
+}
+
+// FencingToken returns the fencing token of the hold on this lock that ctx
+// carries, and false when ctx carries no active hold of it. Tokens strictly
+// increase across successive holders of a lock and stay the same on
+// re-entry: a store that rejects writes with a token lower than one it has
+// seen turns away a holder whose lock was lost.
+func (m *Mutex) FencingToken(ctx context.Context) (int64, bool) {
+	return m.engine().fencingToken(ctx)
+}
+
+// Inspect reads the lock's state in Redis; see LockState. It is a
+// diagnostic for operators, not a synchronisation primitive.
+func (m *Mutex) Inspect(ctx context.Context) (LockState, error) {
+	return m.engine().inspect(ctx)
 }
 
 // tryLockArgs checks TryLock's wait and lease and returns the lease to

@@ -43,15 +43,6 @@ type config struct {
 	hooks Hooks // WithHooks; nil: nothing is reported
 }
 
-// leaseOr returns lease, or the watchdog's lease for 0: what a request sets
-// on the key.
-func (c *Client) leaseOr(lease time.Duration) time.Duration {
-	if lease == 0 {
-		return c.cfg.lease
-	}
-	return lease
-}
-
 func defaultConfig() config {
 	return config{
 		lease:        DefaultLeaseTime,

@@ -58,3 +58,29 @@ func withOwner(ctx context.Context) (context.Context, *owner) {
 func carrying(ctx context.Context, o *owner) context.Context {
 	return context.WithValue(ctx, ownerKey{}, o)
 }
+
+// outliving returns a context with ctx's values (the owner and the holds
+// it carries) and the cancellation of the context that ctx's owner began
+// with, rather than ctx's, which ends with the holds it carries. A hold
+// taken with it outlives them: RWMutex takes the read lock so when the
+// owner writes (a downgrade). ctx must carry an owner.
+func outliving(ctx context.Context) context.Context {
+	o, _ := ownerFrom(ctx)
+	return outlivingCtx{Context: o, values: ctx}
+}
+
+// outlivingCtx is Context's cancellation with values' values.
+type outlivingCtx struct {
+	context.Context
+	values context.Context
+}
+
+func (d outlivingCtx) Value(key any) any {
+	return d.values.Value(key)
+}
+
+// AfterFunc lets contexts derived from d follow its cancellation without a
+// goroutine each (package context looks for this method).
+func (d outlivingCtx) AfterFunc(f func()) func() bool {
+	return context.AfterFunc(d.Context, f)
+}

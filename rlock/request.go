@@ -10,59 +10,75 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/rlock/rlock/lua"
 )
+
+// The request protocol. An acquire, a release or a CountDown is one request
+// of an owner on a resource, made in the owner's turn (see turn.go). Each
+// call of the script carries a new sequence number from the Client; a call
+// sent after one whose reply never came also carries that one's number as
+// superseded, and Redis records it in the resource's fences. So every call
+// is applied at most once, a resend never applies twice, and a copy of an
+// earlier call that reaches Redis late is refused (stale). When the caller
+// gives up with a reply still missing, the request is settled before the
+// turn ends: a release call back to the confirmed count supersedes the lost
+// calls and takes back whatever they did (release.go).
 
 // resendBackoff is the pause before resending a request whose outcome was
 // unknown or that Redis refused for a passing reason.
 const resendBackoff = 20 * time.Millisecond
 
-// The request protocol. An acquire or release is one request of an owner on
-// a lock, made while the owner has its turn on the lock (see slot). Each
-// call of the script carries a new sequence number from the Client; a call
-// sent after one whose reply never came also carries that one's number as
-// superseded, and Redis records it in the lock's fences. So every call is
-// applied at most once, a resend never applies twice, and a copy of an
-// earlier call that reaches Redis late is refused. When the caller gives up
-// with a reply still missing, the request is settled before the turn ends:
-// a release call back to the confirmed count supersedes the lost calls and
-// takes back whatever they did.
-
-// exchange sends a request of slot s, calling do with a fresh sequence number
-// and the number it supersedes, and resends it as resend does. It returns
-// do's result and when the request was first sent. The caller has s's turn.
-func exchange[T any](ctx context.Context, c *Client, s *slot, do func(ctx context.Context, seq, superseded string) (T, error)) (T, time.Time, error) {
-	return resend(ctx, c, s.id.key, func(ctx context.Context) (T, error) {
-		seq := c.seq.Add(1)
-		r, err := do(ctx, strconv.FormatUint(seq, 10), strconv.FormatUint(s.unsettled, 10))
-		switch {
-		case err == nil:
-			s.unsettled = 0 // the call fenced every earlier one
-		case inTransit(err):
-			s.unsettled = seq
-		}
-		return r, err
-	})
+// script is one of the request scripts: run sends it with EVALSHA and
+// falls back to EVAL; src is its text for the replica-acknowledged path,
+// which pipelines it with WAIT itself.
+type script struct {
+	run *rueidis.Lua
+	src lua.Source
 }
 
-// resend runs send and returns its result and when it was first sent. A
-// request that failed in transit, or that Redis refused for a passing reason
-// (BUSY, LOADING, TRYAGAIN, ...), is sent again until ctx is done; then the
-// error names the last refusal too, so that a retry timeout running out
-// does not hide why. key only names the request in logs.
-func resend[T any](ctx context.Context, c *Client, key string, send func(context.Context) (T, error)) (T, time.Time, error) {
-	sent := time.Now()
+// scriptCall is one call of a kind's acquire or release script: its KEYS
+// and ARGV, in the one layout every kind's scripts take (lua/doc.go). A
+// script reads what it needs of them: only the fair lock's read the queue.
+// The request protocol fills in the sequence numbers, args[1] and args[4],
+// per call.
+type scriptCall struct {
+	keys, args []string
+}
+
+// exchange sends call to s as a request of turn t, whose turn the caller
+// has: it stamps every call with a fresh sequence number and the one it
+// supersedes (args[1] and args[4]), and sends it again after a lost reply
+// or a passing refusal until ctx is done. With acked, each call is sent
+// with WAIT for the Client's replicas (WithReplicaAck), and acks says how
+// many acknowledged. It returns the script's reply and when the request
+// was first sent.
+func (c *Client) exchange(ctx context.Context, t *turn, s script, call scriptCall, acked bool) (reply []int64, acks int64, sent time.Time, err error) {
+	sent = time.Now()
 	var timer *time.Timer // made on the first resend: most requests need none
 	var last error
 	for {
-		reply, err := send(ctx)
+		seq := c.seq.Add(1)
+		call.args[1], call.args[4] = strconv.FormatUint(seq, 10), strconv.FormatUint(t.unsettled, 10)
+		if acked {
+			reply, acks, err = c.execAcked(ctx, s.src, call)
+		} else {
+			reply, err = s.run.Exec(ctx, c.rc, call.keys, call.args).AsIntSlice()
+		}
+		switch {
+		case err == nil:
+			t.unsettled = 0 // the call fenced every earlier one
+		case inTransit(err):
+			t.unsettled = seq
+		}
 		if err == nil || !resendable(err) || ctx.Err() != nil {
 			if err != nil && last != nil && ctx.Err() != nil {
 				err = fmt.Errorf("%w (after %w)", err, last)
 			}
-			return reply, sent, err
+			return reply, acks, sent, err
 		}
 		last = err
-		c.cfg.logger.Debug("rlock: resending request", "key", key, "err", err)
+		c.cfg.logger.Debug("rlock: resending request", "key", t.id.key, "err", err)
 		if timer == nil {
 			timer = time.NewTimer(resendBackoff)
 			defer timer.Stop()
@@ -71,10 +87,37 @@ func resend[T any](ctx context.Context, c *Client, key string, send func(context
 		}
 		select {
 		case <-ctx.Done():
-			return reply, sent, err
+			return reply, acks, sent, err
 		case <-timer.C:
 		}
 	}
+}
+
+// execAcked sends one call of src and WAIT in one round trip on one
+// dedicated connection (WAIT counts only the writes of its own
+// connection), and returns the script's reply and how many replicas
+// acknowledged the writes made up to it. On a Cluster both go to the node
+// of the lock's slot.
+func (c *Client) execAcked(ctx context.Context, src lua.Source, call scriptCall) (reply []int64, acks int64, err error) {
+	err = c.rc.Dedicated(func(dc rueidis.DedicatedClient) error {
+		res := dc.DoMulti(ctx, src.EvalSHA(dc.B(), call.keys, call.args), c.waitCommand(dc))
+		if re, ok := rueidis.IsRedisErr(res[0].Error()); ok && re.IsNoScript() {
+			res = dc.DoMulti(ctx, src.Eval(dc.B(), call.keys, call.args), c.waitCommand(dc))
+		}
+		if reply, err = res[0].AsIntSlice(); err != nil {
+			return err
+		}
+		if acks, err = res[1].AsInt64(); err != nil {
+			return fmt.Errorf("rlock: wait for replicas: %w", err)
+		}
+		return nil
+	})
+	return reply, acks, err
+}
+
+// waitCommand is the WAIT that WithReplicaAck asks for.
+func (c *Client) waitCommand(dc rueidis.DedicatedClient) rueidis.Completed {
+	return dc.B().Wait().Numreplicas(int64(c.cfg.replicas)).Timeout(max(c.cfg.replicaTimeout.Milliseconds(), 1)).Build()
 }
 
 // resendable reports whether a request that failed with err may be sent
@@ -103,6 +146,11 @@ func inTransit(err error) bool {
 	_, replied := rueidis.IsRedisErr(err)
 	return !replied
 }
+
+// errStale is a script's answer to a call that a later call of the same
+// owner superseded. The caller of a live request never sees it: only copies
+// that arrive late do.
+var errStale = errors.New("rlock: superseded request")
 
 // doneErr is why the done ctx ended: ctx.Err(), which errors.Is matches to
 // context.Canceled or context.DeadlineExceeded, joined with its cause when
@@ -152,7 +200,10 @@ func millis(d time.Duration) string {
 	return strconv.FormatInt(max(d.Milliseconds(), 1), 10)
 }
 
-// errStale is a script's answer to a call that a later call of the same
-// owner superseded. The caller of a live request never sees it: only copies
-// that arrive late do.
-var errStale = errors.New("rlock: superseded request")
+// flag is a script's boolean argument.
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}

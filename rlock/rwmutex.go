@@ -44,13 +44,15 @@ type RWMutex struct {
 var (
 	readKind = &kind{
 		name:    "rwmutex.read",
-		acquire: lua.RWReadAcquire, acquireSource: lua.RWReadAcquireSource,
-		release: lua.RWReadRelease, suffix: ":r",
+		acquire: script{run: lua.RWReadAcquire, src: lua.RWReadAcquireSource},
+		release: script{run: lua.RWReadRelease},
+		suffix:  ":r",
 	}
 	writeKind = &kind{
 		name:    "rwmutex.write",
-		acquire: lua.RWWriteAcquire, acquireSource: lua.RWWriteAcquireSource,
-		release: lua.RWWriteRelease, suffix: ":w",
+		acquire: script{run: lua.RWWriteAcquire, src: lua.RWWriteAcquireSource},
+		release: script{run: lua.RWWriteRelease},
+		suffix:  ":w",
 	}
 )
 
@@ -58,11 +60,10 @@ var (
 // cheap and safe for concurrent use; as for Mutex, only the empty name is
 // invalid, reported by the handle's first call.
 func (c *Client) RWMutex(name string) *RWMutex {
-	invalid := keys.CheckName(name)
-	keysOf := func(prefix string) keys.Keys { return keys.New(prefix, name) }
+	invalid, ks := keys.CheckName(name), keys.New(c.prefix(), name)
 	return &RWMutex{
-		read:  newLock(c, name, readKind, invalid, keysOf),
-		write: newLock(c, name, writeKind, invalid, keysOf),
+		read:  newLock(c, name, readKind, invalid, ks),
+		write: newLock(c, name, writeKind, invalid, ks),
 	}
 }
 
@@ -70,14 +71,14 @@ func (c *Client) RWMutex(name string) *RWMutex {
 // methods answer ErrNilClient then.
 func (rw *RWMutex) readLock() *lock {
 	if rw == nil {
-		return nil
+		return &nilLock
 	}
 	return &rw.read
 }
 
 func (rw *RWMutex) writeLock() *lock {
 	if rw == nil {
-		return nil
+		return &nilLock
 	}
 	return &rw.write
 }
@@ -155,7 +156,7 @@ func (rw *RWMutex) rlock(ctx context.Context, wait, lease time.Duration) (contex
 	}
 	parent := ctx
 	if _, writing := rw.write.carried(ctx); writing {
-		parent = downgraded(ctx)
+		parent = outliving(ctx)
 	}
 	parent, o := withOwner(parent)
 	lctx, ok, err := r.acquire(parent, wait, lease)
@@ -193,11 +194,11 @@ func (rw *RWMutex) lock(ctx context.Context, wait, lease time.Duration) (context
 // upgrading returns ErrUpgrade when owner o holds rw's read lock and not
 // its write lock: a write acquire would wait for o itself.
 func (rw *RWMutex) upgrading(ctx context.Context, o *owner) error {
-	reads, err := rw.read.confirmed(ctx, o)
+	reads, err := rw.read.c.confirmed(ctx, rw.read.holdID(o))
 	if err != nil || reads == 0 {
 		return err
 	}
-	writes, err := rw.write.confirmed(ctx, o)
+	writes, err := rw.write.c.confirmed(ctx, rw.write.holdID(o))
 	if err != nil || writes > 0 {
 		return err
 	}

@@ -32,22 +32,24 @@ type Semaphore struct {
 
 // semaphoreKind is Semaphore's: an owner's hold is the permits it has, with
 // a lease of its own beside its peers'.
-var semaphoreKind = &kind{name: "semaphore", acquire: lua.SemaphoreAcquire, acquireSource: lua.SemaphoreAcquireSource, release: lua.SemaphoreRelease}
+var semaphoreKind = &kind{
+	name:    "semaphore",
+	acquire: script{run: lua.SemaphoreAcquire, src: lua.SemaphoreAcquireSource},
+	release: script{run: lua.SemaphoreRelease},
+}
 
 // Semaphore returns a handle on the semaphore called name. Handles are
 // cheap and safe for concurrent use; a semaphore never shares a key with
 // the Mutex or CountDownLatch of the same name. Only the empty name is
 // invalid; it is reported by the handle's first call.
 func (c *Client) Semaphore(name string) *Semaphore {
-	return &Semaphore{newLock(c, name, semaphoreKind, keys.CheckName(name), func(prefix string) keys.Keys {
-		return keys.NewSemaphore(prefix, name)
-	})}
+	return &Semaphore{newLock(c, name, semaphoreKind, keys.CheckName(name), keys.NewSemaphore(c.prefix(), name))}
 }
 
-// engine returns s's lock engine, nil for a nil handle (see Mutex.engine).
+// engine returns s's lock engine, nilLock for a nil handle (see Mutex.engine).
 func (s *Semaphore) engine() *lock {
 	if s == nil {
-		return nil
+		return &nilLock
 	}
 	return &s.lock
 }

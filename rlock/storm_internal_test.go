@@ -42,7 +42,7 @@ func TestCancelledStormLeavesNothing(t *testing.T) {
 
 	assert.Zero(t, c.dog.Len(), "holds left registered with the watchdog")
 	c.mu.Lock()
-	assert.Empty(t, c.slots, "owner slots left in the Client")
+	assert.Empty(t, c.turns, "owner turns left in the Client")
 	c.mu.Unlock()
 	assert.Eventually(t, func() bool { return c.subs.Channels() == 0 }, 5*time.Second, 10*time.Millisecond,
 		"channels left subscribed")

@@ -9,14 +9,14 @@ import (
 	"github.com/rlock/rlock/pubsub"
 )
 
-// wait retries the acquire for up to wait (waitForever: until ctx is done)
+// waitOnChannel retries the acquire for up to wait (waitForever: until ctx is done)
 // while another owner holds the lock. It subscribes to the lock's unlock
 // channel first and only then retries, so an unlock between the two cannot
 // be missed; between attempts it sleeps until a wake-up or until the
 // holder's lease would run out (a lock that expires publishes nothing), never
-// polling while the holder is alive. t, which may be nil, counts the
+// polling while the holder is alive. t counts the
 // attempts and wake-ups for the hooks.
-func (l *lock) wait(ctx context.Context, o *owner, wait, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
+func (l *lock) waitOnChannel(ctx context.Context, o *owner, wait, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
 	w, deadline, err := l.subscribe(ctx, wait, "")
 	if w == nil {
 		return ctx, grant{}, err
@@ -28,14 +28,14 @@ func (l *lock) wait(ctx context.Context, o *owner, wait, lease time.Duration, t 
 	return lctx, g, err
 }
 
-// retry is wait's loop: attempt, then sleep until w wakes, the holder's
+// retry is waitOnChannel's loop: attempt, then sleep until w wakes, the holder's
 // lease would run out, or deadline (zero: none) passes. The hold id is made
 // per attempt, not kept while the waiter sleeps: a thousand sleeping
 // waiters are a thousand ids less.
 func (l *lock) retry(ctx context.Context, w *pubsub.Waiter, o *owner, deadline time.Time, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
 	for {
 		lctx, g, err := l.attempt(ctx, l.holdID(o), lease, true)
-		t.attempted()
+		t.attempts++
 		if err != nil || g.acquired {
 			return lctx, g, err
 		}
@@ -46,7 +46,7 @@ func (l *lock) retry(ctx context.Context, w *pubsub.Waiter, o *owner, deadline t
 		if err := sleep(ctx, w, pause); err != nil {
 			return ctx, grant{}, err
 		}
-		t.woke()
+		t.wakeups++
 	}
 }
 
@@ -54,7 +54,7 @@ func (l *lock) retry(ctx context.Context, w *pubsub.Waiter, o *owner, deadline t
 // lock's unlock channel, as a waiter named tag ("" for none), and returns
 // the waiter and when the wait ends (the zero time: never). A nil waiter
 // comes with what acquire reports: nil for a wait that ran out first.
-func (l *lock) subscribe(ctx context.Context, wait time.Duration, tag string) (*pubsub.Waiter, time.Time, error) {
+func (r *resource) subscribe(ctx context.Context, wait time.Duration, tag string) (*pubsub.Waiter, time.Time, error) {
 	deadline := waitDeadline(wait)
 	sctx := ctx
 	if !deadline.IsZero() {
@@ -62,9 +62,9 @@ func (l *lock) subscribe(ctx context.Context, wait time.Duration, tag string) (*
 		sctx, cancel = context.WithDeadline(ctx, deadline)
 		defer cancel()
 	}
-	w, err := l.c.subs.SubscribeAs(sctx, l.keys.Value().Channel, tag)
+	w, err := r.c.subs.SubscribeAs(sctx, r.keys.Value().Channel, tag)
 	if err != nil {
-		return nil, deadline, l.subscribeFailed(ctx, err)
+		return nil, deadline, subscribeFailed(ctx, err)
 	}
 	return w, deadline, nil
 }
@@ -99,7 +99,7 @@ func nextCheck(pttl, lease time.Duration) time.Duration {
 
 // subscribeFailed maps a failed subscription to what acquire reports: a wait
 // that ran out is no error, a done ctx or a closed Client are.
-func (l *lock) subscribeFailed(ctx context.Context, err error) error {
+func subscribeFailed(ctx context.Context, err error) error {
 	switch {
 	case ctx.Err() != nil:
 		return fmt.Errorf("rlock: wait: %w", doneErr(ctx))

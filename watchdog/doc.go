@@ -16,7 +16,7 @@
 //		Key:     "locks:{job}", // the lock's hash
 //		Field:   "owner-1",     // its holder's field in that hash
 //		Renewed: func(sent time.Time) { /* the lease lasts until sent+Lease at least */ },
-//		Lost:    func() { /* the field is gone: the lock is no longer held */ },
+//		Lost:    func(*watchdog.Hold) { /* the field is gone: the lock is no longer held */ },
 //	}
 //	if err := w.Add(h); err != nil {
 //		return err

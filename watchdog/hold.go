@@ -14,17 +14,19 @@ type Hold struct {
 	// hold, with the time that renewal request was sent: Redis set the new
 	// lease no earlier than that.
 	Renewed func(sent time.Time)
-	// Lost, if not nil, is called at most once, when a renewal reply says
-	// the field is gone. The hold has left the watchdog by then.
-	Lost func()
+	// Lost, if not nil, is called at most once, with the hold, when a
+	// renewal reply says the field is gone. The hold has left the watchdog
+	// by then.
+	Lost func(*Hold)
 
 	// Bookkeeping of the Watchdog the hold was added to, guarded by its mu.
 	w          *Watchdog
 	phase      phase
 	pending    callback // the callback the last round's reply calls for
-	slot       uint16   // Cluster slot of Key; 0 outside a Cluster
-	due        int64    // wheel tick at which the next renewal is sent
-	prev, next *Hold    // neighbours in its wheel slot
+	slot       uint16   // Cluster slot of Key, once slotted: the first round on a Cluster sets it
+	slotted    bool
+	due        int64 // wheel tick at which the next renewal is sent
+	prev, next *Hold // neighbours in its wheel slot
 }
 
 // phase is where a hold is in its life.

@@ -64,7 +64,7 @@ func (r *recorder) holds(t testing.TB, n int) []*watchdog.Hold {
 			r.sent[h] = append(r.sent[h], sent)
 			r.renewed++
 		}
-		h.Lost = func() {
+		h.Lost = func(*watchdog.Hold) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			r.lost[h]++

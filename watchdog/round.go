@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/rlock/rlock/internal/slot"
 )
 
 // round is the working memory of one renewal round. The watchdog goroutine
@@ -54,6 +56,11 @@ func (w *Watchdog) renew(ctx context.Context, now time.Time) {
 // each within one Cluster slot on a Cluster, and fills in r.execs.
 func (r *round) batch(cluster bool, lease string) {
 	if cluster {
+		for _, h := range r.holds {
+			if !h.slotted {
+				h.slot, h.slotted = slot.Of(h.Key), true
+			}
+		}
 		slices.SortFunc(r.holds, func(a, b *Hold) int { return cmp.Compare(a.slot, b.slot) })
 	}
 	// At most one lease argument per hold: keys and args never grow in the
@@ -157,7 +164,7 @@ func (w *Watchdog) notify(ctx context.Context, r *round, sent time.Time) {
 		case call == callRenewed && h.Renewed != nil:
 			h.Renewed(sent)
 		case call == callLost && h.Lost != nil:
-			h.Lost()
+			h.Lost(h)
 		}
 	}
 }

@@ -25,22 +25,23 @@ func (w *Watchdog) send(ctx context.Context, execs []rueidis.LuaExec) []rueidis.
 	for start := 0; start < len(execs); start += chunkBatches {
 		chunk := execs[start:min(start+chunkBatches, len(execs))]
 		out := replies[start : start+len(chunk)]
-		wg.Go(func() {
-			cctx, cancel := context.WithTimeout(ctx, w.period)
-			defer cancel()
-			copy(out, w.sendChunk(cctx, chunk))
-		})
+		wg.Add(1)
+		go w.sendChunk(ctx, chunk, out, &wg)
 	}
 	wg.Wait()
 	return replies
 }
 
-// sendChunk runs the renew script once per batch, pipelined in one call:
-// EVALSHA, then EVAL for the batches Redis answered NOSCRIPT (after a
-// restart or SCRIPT FLUSH). Lua.ExecMulti would load the script on every
-// node before every round instead, a second round trip each time. The
-// script is owner-checked, so rueidis may resend it after a lost reply.
-func (w *Watchdog) sendChunk(ctx context.Context, execs []rueidis.LuaExec) []rueidis.RedisResult {
+// sendChunk runs the renew script once per batch, pipelined in one call
+// bounded by a period, puts the replies in out, and tells wg: EVALSHA,
+// then EVAL for the batches Redis answered NOSCRIPT (after a restart or
+// SCRIPT FLUSH). Lua.ExecMulti would load the script on every node before
+// every round instead, a second round trip each time. The script is
+// owner-checked, so rueidis may resend it after a lost reply.
+func (w *Watchdog) sendChunk(ctx context.Context, execs []rueidis.LuaExec, out []rueidis.RedisResult, wg *sync.WaitGroup) {
+	defer wg.Done()
+	ctx, cancel := context.WithTimeout(ctx, w.period)
+	defer cancel()
 	cmds := make(rueidis.Commands, 0, len(execs))
 	for _, e := range execs {
 		cmds = append(cmds, lua.RenewSource.EvalSHA(w.rc.B(), e.Keys, e.Args).ToRetryable())
@@ -52,15 +53,15 @@ func (w *Watchdog) sendChunk(ctx context.Context, execs []rueidis.LuaExec) []rue
 			missing = append(missing, i)
 		}
 	}
+	copy(out, replies)
 	if len(missing) == 0 {
-		return replies
+		return
 	}
 	cmds = cmds[:0]
 	for _, i := range missing {
 		cmds = append(cmds, lua.RenewSource.Eval(w.rc.B(), execs[i].Keys, execs[i].Args).ToRetryable())
 	}
 	for j, r := range w.rc.DoMulti(ctx, cmds...) {
-		replies[missing[j]] = r
+		out[missing[j]] = r
 	}
-	return replies
 }

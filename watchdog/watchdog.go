@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
-
-	"github.com/rlock/rlock/internal/slot"
 )
 
 // ErrClosed is returned by Add after Close.
@@ -115,10 +113,6 @@ func (w *Watchdog) Add(h *Hold) error {
 	if h == nil {
 		return errors.New("watchdog: nil hold")
 	}
-	var s uint16
-	if w.cluster {
-		s = slot.Of(h.Key)
-	}
 	now := time.Now()
 
 	w.mu.Lock()
@@ -129,7 +123,7 @@ func (w *Watchdog) Add(h *Hold) error {
 	if h.phase != unadded {
 		return errors.New("watchdog: hold added twice")
 	}
-	h.w, h.phase, h.slot = w, waiting, s
+	h.w, h.phase = w, waiting
 	w.wheel.schedule(h, w.wheel.tickOf(now)+w.wheel.period)
 	w.count++
 	if w.count == 1 {

@@ -107,7 +107,7 @@ func TestRemoveIsSynchronous(t *testing.T) {
 					late.Add(1)
 				}
 			},
-			Lost: func() { late.Add(1) }, // no key is deleted: never lost
+			Lost: func(*watchdog.Hold) { late.Add(1) }, // no key is deleted: never lost
 		}
 	}
 	lock(t, admin, time.Minute, holds...)
@@ -164,7 +164,7 @@ func TestRemoveFromCallbacks(t *testing.T) {
 		w.Remove(selfRenewed)
 		close(selfDone)
 	}}
-	lost = &watchdog.Hold{Key: key + "lost", Field: "f", Lost: func() {
+	lost = &watchdog.Hold{Key: key + "lost", Field: "f", Lost: func(*watchdog.Hold) {
 		w.Remove(lost)
 		close(lostDone)
 	}}

@@ -13,7 +13,7 @@ import (
 	"github.com/rlock/rlock/watchdog"
 )
 
-// fairWait is a fair lock's wait (kind.wait): the waiter subscribes under
+// waitInQueue is FairMutex's wait: the waiter subscribes under
 // its own field, so that a message addressed to it wakes it and nobody
 // else, and then asks in turn, which queues it in Redis. From then on it
 // sleeps until the lock is handed over to it (adopt), its wait ends, a
@@ -22,7 +22,7 @@ import (
 // lock, it is told that lease, and sleeps until it would run out. A wait
 // that ends without the lock leaves the queue, handing on a lock it was
 // handed meanwhile.
-func fairWait(l *lock, ctx context.Context, o *owner, wait, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
+func (l *lock) waitInQueue(ctx context.Context, o *owner, wait, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
 	id := l.holdID(o)
 	w, deadline, err := l.subscribe(ctx, wait, id.field)
 	if w == nil {
@@ -30,8 +30,8 @@ func fairWait(l *lock, ctx context.Context, o *owner, wait, lease time.Duration,
 	}
 	q := &place{l: l, id: id, floor: l.c.seq.Load()}
 	lctx, g, err := q.wait(ctx, w, deadline, lease, t)
-	if !g.acquired {
-		q.leave(ctx)
+	if !g.acquired && q.asked {
+		l.withdraw(ctx, o)
 	}
 	q.end()
 	w.Done(g.acquired)
@@ -58,7 +58,7 @@ type place struct {
 	watched *watchdog.Hold // renews the entry; nil before the first ask and after a loss
 }
 
-// wait is fairWait's loop; deadline (zero: none) ends it without the lock.
+// wait is waitInQueue's loop; deadline (zero: none) ends it without the lock.
 func (q *place) wait(ctx context.Context, w *pubsub.Waiter, deadline time.Time, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
 	for {
 		var pause time.Duration
@@ -77,7 +77,7 @@ func (q *place) wait(ctx context.Context, w *pubsub.Waiter, deadline time.Time, 
 			q.floor, q.asked = q.l.c.seq.Load(), true
 			sent := time.Now()
 			lctx, g, err := q.l.attempt(ctx, q.id, lease, true)
-			t.attempted()
+			t.attempts++
 			if err != nil || g.acquired {
 				return lctx, g, err
 			}
@@ -93,7 +93,7 @@ func (q *place) wait(ctx context.Context, w *pubsub.Waiter, deadline time.Time, 
 		if err := sleep(ctx, w, pause); err != nil {
 			return ctx, grant{}, err
 		}
-		t.woke()
+		t.wakeups++
 	}
 }
 
@@ -108,8 +108,7 @@ func (q *place) queued(sent time.Time) error {
 	if q.watched != nil {
 		return nil
 	}
-	h := &watchdog.Hold{Key: q.l.keys.Value().Queue, Field: q.id.field, Renewed: q.renewed}
-	h.Lost = func() { q.lost(h) }
+	h := &watchdog.Hold{Key: q.l.keys.Value().Queue, Field: q.id.field, Renewed: q.renewed, Lost: q.lost}
 	if err := q.l.c.dog.Add(h); err != nil {
 		if errors.Is(err, watchdog.ErrClosed) {
 			return ErrClosed
@@ -157,7 +156,7 @@ func (q *place) end() {
 // the fixed lease asked for) when it handed it over, after the anchor: so
 // the hold's local deadline is reckoned from the anchor, never from the
 // message's arrival. A note from before the waiter's latest ask, or one
-// this owner's slot has moved past (another call of the owner took the
+// this owner's turn has moved past (another call of the owner took the
 // lock, or has a request unsettled), or one whose local deadline has
 // passed already, is not adopted: the waiter asks Redis instead, which
 // knows.
@@ -167,12 +166,12 @@ func (q *place) adopt(ctx context.Context, note string, lease time.Duration) (co
 		return ctx, grant{}, nil
 	}
 	l := q.l
-	s, err := l.c.take(ctx, q.id)
+	t, err := l.c.take(ctx, q.id)
 	if err != nil {
 		return ctx, grant{}, fmt.Errorf("rlock: acquire: %w", err)
 	}
-	defer l.c.give(s)
-	if s.count != 0 || s.unsettled != 0 || s.activeHold() != nil {
+	defer l.c.give(t)
+	if t.count != 0 || t.unsettled != 0 || t.activeHold() != nil {
 		return ctx, grant{}, nil
 	}
 	q.mu.Lock()
@@ -184,10 +183,10 @@ func (q *place) adopt(ctx context.Context, note string, lease time.Duration) (co
 		return ctx, grant{}, nil
 	}
 	g := grant{acquired: true, count: 1, token: token}
-	if err := l.keep(ctx, s, g, anchor, lease); err != nil {
+	if err := l.keep(ctx, t, g, anchor, lease); err != nil {
 		return ctx, grant{}, fmt.Errorf("rlock: acquire: %w", err)
 	}
-	lctx, err := l.bound(ctx, s)
+	lctx, err := l.bound(ctx, t)
 	if err != nil {
 		return ctx, grant{}, fmt.Errorf("rlock: acquire: %w", err)
 	}
@@ -211,26 +210,4 @@ func parseHandOver(note string) (seq uint64, token int64, ok bool) {
 	seq, err1 := strconv.ParseUint(a, 10, 64)
 	token, err2 := strconv.ParseInt(b, 10, 64)
 	return seq, token, found && err1 == nil && err2 == nil
-}
-
-// leave takes the waiter out of the queue after a wait that ended without
-// the lock, and hands the lock on if a release handed it to the waiter
-// meanwhile: one release to count 0 in the owner's turn, which runs even
-// when ctx is done, bounded by the retry timeout. When it cannot run
-// (Close, Redis unreachable), the entry's own lease drops the waiter.
-func (q *place) leave(ctx context.Context) {
-	if !q.asked {
-		return
-	}
-	l := q.l
-	uctx, cancel := l.c.detached(ctx)
-	defer cancel()
-	s, err := l.c.take(uctx, q.id)
-	if err != nil {
-		return // closed: nothing renews the entry, and its lease drops it
-	}
-	defer l.c.give(s)
-	if s.count == 0 { // else another call of the owner holds it: not queued
-		l.giveBack(uctx, s, 0, "a place in the queue")
-	}
 }

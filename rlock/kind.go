@@ -1,0 +1,21 @@
+package rlock
+
+// kind is what a lock-like primitive supplies to the engine: the scripts
+// that take and leave one owner's hold, the suffix of the owner's hash
+// field, and the name the hooks report. It is data only: how the engine
+// calls the scripts is one layout for every kind (scriptCall), and how
+// their replies read is one decoder (parseGrant, parseRelease), because
+// every kind's scripts answer with the same codes. The key set comes with
+// the handle (keys.New, keys.NewSemaphore, ...), and the way a waiter
+// waits is the primitive's own: lock.acquire waits on the unlock channel
+// (waitOnChannel), FairMutex's acquire in the queue (waitInQueue). Nothing
+// a kind supplies is a function value or an interface, so a call on one
+// primitive never runs another primitive's code.
+type kind struct {
+	name    string // what the hooks call it: "mutex"
+	acquire script // takes or re-enters a hold
+	release script // sets a hold's count lower, freeing the lock at 0
+	// suffix ends the owner's hash field: two kinds of hold on one lock
+	// (read and write) are two fields, two turns and two holds.
+	suffix string
+}

@@ -1,0 +1,159 @@
+package rlock
+
+import (
+	"context"
+	"fmt"
+	"time"
+	"unique"
+
+	"github.com/redis/rueidis"
+
+	"github.com/rlock/rlock/internal/keys"
+)
+
+// resource is one named thing in Redis that a handle stands for: its name,
+// its keys, and the Client that serves it. Every primitive is one (or, for
+// RWMutex, two locks on one); a CountDownLatch is a resource and nothing
+// more.
+type resource struct {
+	c    *Client
+	name string
+	keys unique.Handle[keys.Keys] // interned: handles of one resource share one copy
+	err  error                    // set when the handle is unusable
+}
+
+// newResource returns the resource called name, whose keys are k, or one
+// whose calls fail: c is not a Client made by New, or invalid says why the
+// name names nothing.
+func newResource(c *Client, name string, invalid error, k keys.Keys) resource {
+	r := resource{c: c, name: name}
+	switch {
+	case c == nil || c.rc == nil:
+		r.err = ErrNilClient
+	case invalid != nil:
+		r.err = fmt.Errorf("%w: %w", ErrInvalidName, invalid)
+	default:
+		r.keys = unique.Make(k)
+	}
+	return r
+}
+
+// Name returns the resource's name; "" for a nil handle.
+func (r *resource) Name() string {
+	if r == nil {
+		return ""
+	}
+	return r.name
+}
+
+// check reports why r cannot make calls with ctx, if it cannot.
+func (r *resource) check(ctx context.Context) error {
+	switch {
+	case r == nil || r.c == nil:
+		return ErrNilClient
+	case r.err != nil:
+		return r.err
+	case ctx == nil:
+		return ErrNilContext
+	}
+	return r.c.usable()
+}
+
+// wrap names the resource in err.
+func (r *resource) wrap(err error) error {
+	return fmt.Errorf("%w (lock %q)", err, r.Name())
+}
+
+// lock is a resource that owners hold: the engine that every lock-like
+// primitive runs on. Its kind says which scripts take and leave a hold;
+// see kind.go.
+type lock struct {
+	resource
+	kind *kind
+}
+
+// nilLock is the engine of a nil handle: its resource has no Client, so
+// its calls fail with ErrNilClient, where a call on nil would panic.
+var nilLock lock
+
+// newLock returns the lock of kind k called name; see newResource.
+func newLock(c *Client, name string, k *kind, invalid error, ks keys.Keys) lock {
+	return lock{resource: newResource(c, name, invalid, ks), kind: k}
+}
+
+// holdID names owner o's hold of l's kind on l.
+func (l *lock) holdID(o *owner) holdID {
+	return holdID{key: l.keys.Value().Hash, field: l.c.field(o) + l.kind.suffix}
+}
+
+// carried returns the active hold on l that ctx carries, if any.
+func (l *lock) carried(ctx context.Context) (*hold, bool) {
+	o, ok := ownerFrom(ctx)
+	if !ok {
+		return nil, false
+	}
+	h, ok := ctx.Value(holdKey{l.c, l.holdID(o)}).(*hold)
+	if !ok || !h.active() {
+		return nil, false
+	}
+	return h, true
+}
+
+// isLocked reports whether the lock's hash exists.
+func (l *lock) isLocked(ctx context.Context) (bool, error) {
+	if err := l.check(ctx); err != nil {
+		return false, l.wrap(err)
+	}
+	n, err := l.c.rc.Do(ctx, l.c.rc.B().Exists().Key(l.keys.Value().Hash).Build()).AsInt64()
+	if err != nil {
+		return false, l.wrap(fmt.Errorf("rlock: exists: %w", err))
+	}
+	return n == 1, nil
+}
+
+// holdCount reads the count of ctx's owner's field of l's kind; 0 when ctx
+// names no owner or the field is missing. Like Unlock it answers for a
+// done context, bounded by the retry timeout.
+func (l *lock) holdCount(ctx context.Context) (int, error) {
+	if err := l.check(ctx); err != nil {
+		return 0, l.wrap(err)
+	}
+	o, ok := ownerFrom(ctx)
+	if !ok {
+		return 0, nil
+	}
+	ctx, cancel := l.c.detached(ctx)
+	defer cancel()
+	n, err := l.c.rc.Do(ctx, l.c.rc.B().Hget().Key(l.keys.Value().Hash).Field(l.holdID(o).field).Build()).AsInt64()
+	if rueidis.IsRedisNil(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, l.wrap(fmt.Errorf("rlock: hget: %w", err))
+	}
+	return int(n), nil
+}
+
+// remainingLease reads the PTTL of the lock's hash: 0 when it is gone.
+func (l *lock) remainingLease(ctx context.Context) (time.Duration, error) {
+	if err := l.check(ctx); err != nil {
+		return 0, l.wrap(err)
+	}
+	ms, err := l.c.rc.Do(ctx, l.c.rc.B().Pttl().Key(l.keys.Value().Hash).Build()).AsInt64()
+	if err != nil {
+		return 0, l.wrap(fmt.Errorf("rlock: pttl: %w", err))
+	}
+	return time.Duration(max(ms, 0)) * time.Millisecond, nil
+}
+
+// fencingToken is the token of the active hold on l that ctx carries.
+func (l *lock) fencingToken(ctx context.Context) (int64, bool) {
+	if l.check(ctx) != nil {
+		return 0, false
+	}
+	h, ok := l.carried(ctx)
+	if !ok {
+		return 0, false
+	}
+	return h.token, true
+}

@@ -1,0 +1,188 @@
+package rlock
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/rlock/rlock/lua"
+)
+
+// released is the release script's answer.
+type released int64
+
+const (
+	notHeld   released = 0 // the owner did not hold the lock
+	stillHeld released = 1 // levels remain
+	freed     released = 2 // no level left: the lock is free
+)
+
+// Every way back to a lower hold count goes through release, one request
+// in the owner's turn: unlock (one level, for the caller), giveBack (clean
+// up a level that cannot be kept, under a detached context), settle (take
+// back what a request whose reply was lost may have done) and withdraw (a
+// waiter that stops waiting takes back its marks or its place).
+
+// unlock leaves one level of the hold of l's kind that ctx's owner has,
+// even when ctx is done (bounded by the retry timeout); see Mutex.Unlock.
+func (l *lock) unlock(ctx context.Context) error {
+	if err := l.check(ctx); err != nil {
+		return l.wrap(err)
+	}
+	t := l.traceRelease(ctx)
+	err := l.leaveLevel(ctx, &t)
+	t.end(l, err)
+	return err
+}
+
+// leaveLevel is unlock's request, reported to t.
+func (l *lock) leaveLevel(ctx context.Context, tr *releaseTrace) error {
+	o, ok := ownerFrom(ctx)
+	if !ok {
+		return l.wrap(ErrNotHeld)
+	}
+	uctx, cancel := l.c.detached(ctx)
+	defer cancel()
+	t, err := l.c.take(uctx, l.holdID(o))
+	if err != nil {
+		return l.wrap(fmt.Errorf("rlock: release: %w", err))
+	}
+	defer l.c.give(t)
+	if t.count == 0 {
+		l.settle(uctx, t)
+		return l.wrap(ErrNotHeld)
+	}
+	result, err := l.release(uctx, t, t.count-1)
+	tr.record(t, result)
+	switch {
+	case err != nil:
+		if h := t.activeHold(); h != nil {
+			h.finish(fmt.Errorf("%w: %w", errUnlockFailed, err))
+		}
+		return l.wrap(err)
+	case result == notHeld:
+		return l.wrap(ErrNotHeld)
+	}
+	return nil
+}
+
+// release sets the owner's hold count to target with one release request
+// in turn t, whose turn the caller has, within ctx, and records the outcome
+// in t: the count left, and the end of the hold when no level is left (a
+// loss when Redis says the owner held none).
+func (l *lock) release(ctx context.Context, t *turn, target int) (released, error) {
+	call := l.releaseCall(t.id.field, target)
+	reply, _, _, err := l.c.exchange(ctx, t, l.kind.release, call, false)
+	if err != nil {
+		return 0, fmt.Errorf("rlock: release: %w", err)
+	}
+	result, left, err := parseRelease(reply)
+	if err != nil {
+		return 0, err
+	}
+	if result == notHeld && target == 0 && call.args[4] != "0" && t.activeHold() != nil {
+		// The answering call (exchange stamps call.args) superseded one
+		// whose reply was lost, which may have freed the lock: with the
+		// hold live until now, it did. (A hold already known lost was
+		// gone before: ErrNotHeld.)
+		result = freed
+	}
+	t.count = left
+	if h := t.activeHold(); h != nil {
+		switch result {
+		case notHeld:
+			h.finish(ErrLockLost)
+		case freed:
+			h.finish(context.Canceled)
+		}
+	}
+	return result, nil
+}
+
+// giveBack sets the owner's count back to target in turn t, even when ctx
+// is done (bounded by the retry timeout): it takes back a level that was
+// granted and cannot be kept, or what a call whose reply was lost may have
+// done. A failure is logged as about what; the lease then frees the level.
+func (l *lock) giveBack(ctx context.Context, t *turn, target int, what string) error {
+	rctx, cancel := l.c.detached(ctx)
+	defer cancel()
+	_, err := l.release(rctx, t, target)
+	if err != nil {
+		l.c.cfg.logger.Warn("rlock: could not give back "+what+"; its lease will free it", "key", l.keys.Value().Hash, "err", err)
+	}
+	return err
+}
+
+// settle takes back whatever an acquire whose reply never came may have
+// done: a release call back to the confirmed count supersedes the lost
+// calls, so that none of them can apply later, and undoes the one that did.
+// It runs in the turn even when ctx is done, bounded by the retry timeout;
+// if Redis stays unreachable, the lease bounds an orphan level and the
+// owner's next call on the lock fences the lost ones.
+func (l *lock) settle(ctx context.Context, t *turn) {
+	if t.unsettled != 0 {
+		l.giveBack(ctx, t, t.count, "an acquire whose reply was lost")
+	}
+}
+
+// withdraw takes back what owner o's refused acquires left on l when o
+// stops waiting without the lock: a waiting mark or an admission (rw.lua),
+// a place in the queue or a lock handed over meanwhile (queue.lua). A
+// release back to no level removes it, even when ctx is done; if it cannot
+// run (Close, Redis unreachable), its own lease ends it. When another call
+// of the owner holds the lock meanwhile, there is nothing to take back.
+func (l *lock) withdraw(ctx context.Context, o *owner) {
+	wctx, cancel := l.c.detached(ctx)
+	defer cancel()
+	t, err := l.c.take(wctx, l.holdID(o))
+	if err != nil {
+		return
+	}
+	defer l.c.give(t)
+	if t.count == 0 {
+		l.giveBack(wctx, t, 0, "a waiter's mark or place")
+	}
+}
+
+// releaseCall is the release script's call that sets owner field's count
+// to target.
+func (l *lock) releaseCall(field string, target int) scriptCall {
+	k := l.keys.Value()
+	return scriptCall{
+		keys: []string{k.Hash, k.Channel, k.Fence, k.Token, k.Queue},
+		args: []string{field, "", strconv.Itoa(max(target, 0)), l.c.publish, "", l.c.fenceMs},
+	}
+}
+
+// parseRelease reads the release script's reply: {outcome, count left}, or
+// {3, 0} for a stale copy, which a live request never gets.
+func parseRelease(reply []int64) (released, int, error) {
+	switch {
+	case len(reply) != 2:
+	case reply[0] == int64(stillHeld) && reply[1] > 0 && reply[1] <= math.MaxInt32:
+		return stillHeld, int(reply[1]), nil
+	case (reply[0] == int64(notHeld) || reply[0] == int64(freed)) && reply[1] == 0:
+		return released(reply[0]), 0, nil
+	case reply[0] == 3:
+		return 0, 0, errStale
+	}
+	return 0, 0, fmt.Errorf("rlock: unexpected release reply %v", reply)
+}
+
+// forceUnlock deletes the lock's hash whoever holds it and wakes a waiter;
+// this Client's holds on it end with ErrLockLost. See Mutex.ForceUnlock.
+func (l *lock) forceUnlock(ctx context.Context) (bool, error) {
+	if err := l.check(ctx); err != nil {
+		return false, l.wrap(err)
+	}
+	keys := []string{l.keys.Value().Hash, l.keys.Value().Channel}
+	reply, err := lua.ForceRelease.Exec(ctx, l.c.rc, keys, []string{l.c.publish}).AsInt64()
+	if err != nil {
+		return false, l.wrap(fmt.Errorf("rlock: force release: %w", err))
+	}
+	for _, h := range l.c.holdsOn(l.keys.Value().Hash) {
+		h.finish(errForceUnlocked)
+	}
+	return reply == 1, nil
+}
