@@ -183,6 +183,15 @@ func (l *lock) bound(ctx context.Context, t *turn) (context.Context, error) {
 	return ctx, context.Cause(lctx)
 }
 
+// leaseOr returns lease, or the watchdog's lease for 0: what a request sets
+// on the key.
+func (c *Client) leaseOr(lease time.Duration) time.Duration {
+	if lease == 0 {
+		return c.cfg.lease
+	}
+	return lease
+}
+
 // acquireCall is the acquire script's call for owner field, at count
 // (the owner's count after it), setting lease (set), for a caller that
 // waits on the unlock channel when waiting is true.

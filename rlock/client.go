@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/redis/rueidis"
@@ -130,21 +129,6 @@ func (c *Client) goLater() bool {
 	return true
 }
 
-// usable reports ErrClosed once Close has begun.
-func (c *Client) usable() error {
-	select {
-	case <-c.closed:
-		return ErrClosed
-	default:
-		return nil
-	}
-}
-
-// field is the hash field that names owner o of this Client.
-func (c *Client) field(o *owner) string {
-	return c.id + ":" + o.token()
-}
-
 // holdsOn returns the active holds this Client has on the lock at key.
 func (c *Client) holdsOn(key string) []*hold {
 	c.mu.Lock()
@@ -165,13 +149,4 @@ func (c *Client) prefix() string {
 		return ""
 	}
 	return c.cfg.prefix
-}
-
-// leaseOr returns lease, or the watchdog's lease for 0: what a request sets
-// on the key.
-func (c *Client) leaseOr(lease time.Duration) time.Duration {
-	if lease == 0 {
-		return c.cfg.lease
-	}
-	return lease
 }

@@ -46,7 +46,9 @@ func (r *resource) Name() string {
 	return r.name
 }
 
-// check reports why r cannot make calls with ctx, if it cannot.
+// check reports why r cannot make calls with ctx, if it cannot: a nil
+// handle or Client, a bad name, a nil ctx, or a Client that Close began to
+// close.
 func (r *resource) check(ctx context.Context) error {
 	switch {
 	case r == nil || r.c == nil:
@@ -56,7 +58,12 @@ func (r *resource) check(ctx context.Context) error {
 	case ctx == nil:
 		return ErrNilContext
 	}
-	return r.c.usable()
+	select {
+	case <-r.c.closed:
+		return ErrClosed
+	default:
+		return nil
+	}
 }
 
 // wrap names the resource in err.

@@ -129,7 +129,7 @@ func (mh *multiHold) retake(i int) {
 // Client is closed.
 func (mh *multiHold) retakeOnce(i int) bool {
 	m := mh.ml.mutexes[i]
-	if m.c.usable() != nil {
+	if m.check(context.Background()) != nil {
 		return true
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), nodeTimeout(0, m))

@@ -38,6 +38,11 @@ func (o *owner) token() string {
 	return strconv.FormatUint(o.n, 36)
 }
 
+// field is the hash field that names owner o of this Client.
+func (c *Client) field(o *owner) string {
+	return c.id + ":" + o.token()
+}
+
 // ownerFrom returns the owner that ctx carries, if any.
 func ownerFrom(ctx context.Context) (*owner, bool) {
 	o, ok := ctx.Value(ownerKey{}).(*owner)
