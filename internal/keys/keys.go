@@ -6,11 +6,12 @@
 //	P{enc(G)}/enc2(N)      lock N of group G (NewGrouped)
 //
 // and are the base itself (the hash), base+":unlock" (the channel),
-// base+":token" (the fencing counter), base+":fence" (the give-up
-// fences) and base+":queue" (a fair lock's waiters). enc percent-encodes '%' and '}', so the lock's hash tag always
-// ends at the brace New adds, and all keys of a lock share one Cluster slot:
-// the one of enc(N), or of enc(G) for every lock of group G. enc2
-// percent-encodes '%' and ':', so a grouped name ends where a suffix starts.
+// base+":token" (the fencing counter), base+":fence" (the give-up fences)
+// and base+":queue" (a fair lock's waiters, a linked list: see Keys.Queue).
+// enc percent-encodes '%' and '}', so the lock's hash tag always ends at the
+// brace New adds, and all keys of a lock share one Cluster slot: the one of
+// enc(N), or of enc(G) for every lock of group G. enc2 percent-encodes '%'
+// and ':', so a grouped name ends where a suffix starts.
 //
 // Naming is injective: two different (prefix, group, name) never share a key
 // or channel, whatever braces, colons or bytes they hold. The prefix has no
@@ -33,8 +34,12 @@ type Keys struct {
 	// Fence holds the give-up fences: per-owner request sequence numbers,
 	// recorded only when a request's outcome was unknown.
 	Fence string
-	// Queue holds a fair lock's waiters in line: per waiter its ticket,
-	// its own lease, the seq of its latest call and the lease to grant it.
+	// Queue holds a fair lock's waiters in line, as a doubly linked list
+	// in one hash: per waiter W the fields W (queued), W#exp (the Redis
+	// time in ms at which its own lease ends), W#seq (its latest call that
+	// applied), W#lease (the lease to grant it), W#prev and W#next (its
+	// neighbours), and #head and #last, the first and the last waiter.
+	// lua/queue.lua keeps it.
 	Queue string
 }
 
