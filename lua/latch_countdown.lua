@@ -1,4 +1,6 @@
 #!lua
+--@include codes.lua
+--@include fence.lua
 -- latch_countdown: count a count-down latch down by one, exactly once per
 -- request; at 0 every waiter is told.
 --
@@ -17,11 +19,12 @@
 -- ARGV[7] '1' to count down, '0' only to settle: fence the lost calls and
 --         tell whether one of them counted
 --
--- Reply: {1, count}  the request counted (this call, or an earlier call of
---                    it whose reply was lost); count is what is left
---        {0, count}  nothing counted: the latch was at 0 or unset, or (to
---                    settle) no call of the request counted
---        {2, 0}      stale: a superseded copy; nothing was done
+-- Reply: {COUNTED, count}      the request counted (this call, or an earlier
+--                             call of it whose reply was lost); count is
+--                             what is left
+--        {NOT_COUNTED, count}  nothing counted: the latch was at 0 or unset,
+--                             or (to settle) no call of the request counted
+--        {STALE, 0}            a superseded copy; nothing was done
 --
 -- At 0 the hash keeps count 0 for a fence life, so that a request whose
 -- reply was lost can still be told, then expires: a latch at 0 and an unset
@@ -37,14 +40,14 @@ end
 local state = redis.call('hmget', hash, 'count', seqField)
 local count, last = tonumber(state[1] or '0'), tonumber(state[2] or '0')
 if last >= seq or tonumber(redis.call('hget', fences, client) or '0') >= seq then
-    return {2, 0}
+    return {STALE, 0}
 end
 fence(fences, client, superseded, ARGV[5])
 if last >= first then
-    return {1, count}
+    return {COUNTED, count}
 end
 if ARGV[7] ~= '1' or count <= 0 then
-    return {0, count}
+    return {NOT_COUNTED, count}
 end
 count = count - 1
 redis.call('hset', hash, 'count', count, seqField, seq)
@@ -52,4 +55,4 @@ if count == 0 then
     redis.call('pexpire', hash, ARGV[5])
     redis.call(ARGV[6], KEYS[2], 'all')
 end
-return {1, count}
+return {COUNTED, count}

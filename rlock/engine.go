@@ -6,8 +6,6 @@ import (
 	"time"
 	"unique"
 
-	"github.com/redis/rueidis"
-
 	"github.com/rlock/rlock/internal/keys"
 	"github.com/rlock/rlock/lua"
 )
@@ -33,10 +31,9 @@ type lock struct {
 // one request protocol (slots, sequence numbers, fences, settling) serves
 // them all.
 type kind struct {
-	name          string // what the hooks call it: "mutex"
-	acquire       *rueidis.Lua
-	acquireSource lua.Source // the acquire script for the replica-acknowledged path
-	release       *rueidis.Lua
+	name    string // what the hooks call it: "mutex"
+	acquire *lua.Script
+	release *lua.Script
 	// suffix ends the owner's hash field: two kinds of hold on one lock
 	// (read and write) are two fields, two slots and two holds.
 	suffix string
@@ -52,7 +49,7 @@ type kind struct {
 }
 
 // mutexKind is Mutex's: one reentrant owner at a time.
-var mutexKind = &kind{name: "mutex", acquire: lua.Acquire, acquireSource: lua.AcquireSource, release: lua.Release}
+var mutexKind = &kind{name: "mutex", acquire: lua.Acquire, release: lua.Release}
 
 // newLock returns the engine for the resource called name, of kind k, whose
 // keys keysOf builds from the Client's prefix; invalid, when not nil, says

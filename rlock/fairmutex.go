@@ -44,13 +44,12 @@ func (c *Client) FairMutex(name string) *FairMutex {
 // fairKind is FairMutex's: one reentrant owner at a time, handed the lock
 // in the order it queued.
 var fairKind = &kind{
-	name:          "fairmutex",
-	acquire:       lua.FairAcquire,
-	acquireSource: lua.FairAcquireSource,
-	release:       lua.FairRelease,
-	acquireMore:   fairAcquireMore,
-	releaseMore:   fairReleaseMore,
-	wait:          fairWait,
+	name:        "fairmutex",
+	acquire:     lua.FairAcquire,
+	release:     lua.FairRelease,
+	acquireMore: fairAcquireMore,
+	releaseMore: fairReleaseMore,
+	wait:        fairWait,
 }
 
 // fairAcquireMore is what fair_acquire.lua takes after acquire.lua's KEYS

@@ -79,9 +79,9 @@ func (l *lock) countDown(ctx context.Context, s *slot, first *string, down bool)
 	switch {
 	case err != nil:
 		return false, fmt.Errorf("rlock: count down: %w", err)
-	case len(reply) == 2 && (reply[0] == 0 || reply[0] == 1):
-		return reply[0] == 1, nil
-	case len(reply) == 2 && reply[0] == 2:
+	case len(reply) == 2 && (reply[0] == int64(lua.NotCounted) || reply[0] == int64(lua.Counted)):
+		return reply[0] == int64(lua.Counted), nil
+	case len(reply) == 2 && reply[0] == int64(lua.Stale):
 		return false, errStale
 	}
 	return false, fmt.Errorf("rlock: unexpected count down reply %v", reply)

@@ -25,7 +25,7 @@ func (l *lock) sendAcquire(ctx context.Context, call scriptCall, s *slot) ([]int
 	}
 	res, sent, err := exchange(ctx, l.c, s, func(ctx context.Context, seq, superseded string) (ackedReply, error) {
 		args[1], args[4] = seq, superseded
-		return l.c.acquireAcked(ctx, l.kind.acquireSource, keys, args)
+		return l.c.acquireAcked(ctx, l.kind.acquire, keys, args)
 	})
 	if err != nil {
 		return nil, sent, err
@@ -54,7 +54,7 @@ type ackedReply struct {
 // acquireAcked sends the acquire script and WAIT in one round trip on one
 // dedicated connection: WAIT counts only the writes of its own connection.
 // On a Cluster both go to the node of the lock's slot.
-func (c *Client) acquireAcked(ctx context.Context, script lua.Source, keys, args []string) (ackedReply, error) {
+func (c *Client) acquireAcked(ctx context.Context, script *lua.Script, keys, args []string) (ackedReply, error) {
 	var out ackedReply
 	err := c.rc.Dedicated(func(dc rueidis.DedicatedClient) error {
 		res := dc.DoMulti(ctx, script.EvalSHA(dc.B(), keys, args), c.waitCommand(dc))
@@ -63,7 +63,7 @@ func (c *Client) acquireAcked(ctx context.Context, script lua.Source, keys, args
 		}
 		reply, err := res[0].AsIntSlice()
 		if err != nil {
-			return err
+			return script.MapError(err)
 		}
 		acks, err := res[1].AsInt64()
 		if err != nil {

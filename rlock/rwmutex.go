@@ -44,12 +44,12 @@ type RWMutex struct {
 var (
 	readKind = &kind{
 		name:    "rwmutex.read",
-		acquire: lua.RWReadAcquire, acquireSource: lua.RWReadAcquireSource,
+		acquire: lua.RWReadAcquire,
 		release: lua.RWReadRelease, suffix: ":r",
 	}
 	writeKind = &kind{
 		name:    "rwmutex.write",
-		acquire: lua.RWWriteAcquire, acquireSource: lua.RWWriteAcquireSource,
+		acquire: lua.RWWriteAcquire,
 		release: lua.RWWriteRelease, suffix: ":w",
 	}
 )

@@ -32,7 +32,7 @@ type Semaphore struct {
 
 // semaphoreKind is Semaphore's: an owner's hold is the permits it has, with
 // a lease of its own beside its peers'.
-var semaphoreKind = &kind{name: "semaphore", acquire: lua.SemaphoreAcquire, acquireSource: lua.SemaphoreAcquireSource, release: lua.SemaphoreRelease}
+var semaphoreKind = &kind{name: "semaphore", acquire: lua.SemaphoreAcquire, release: lua.SemaphoreRelease}
 
 // Semaphore returns a handle on the semaphore called name. Handles are
 // cheap and safe for concurrent use; a semaphore never shares a key with

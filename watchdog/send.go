@@ -43,7 +43,7 @@ func (w *Watchdog) send(ctx context.Context, execs []rueidis.LuaExec) []rueidis.
 func (w *Watchdog) sendChunk(ctx context.Context, execs []rueidis.LuaExec) []rueidis.RedisResult {
 	cmds := make(rueidis.Commands, 0, len(execs))
 	for _, e := range execs {
-		cmds = append(cmds, lua.RenewSource.EvalSHA(w.rc.B(), e.Keys, e.Args).ToRetryable())
+		cmds = append(cmds, lua.Renew.EvalSHA(w.rc.B(), e.Keys, e.Args).ToRetryable())
 	}
 	replies := w.rc.DoMulti(ctx, cmds...)
 	var missing []int
@@ -57,7 +57,7 @@ func (w *Watchdog) sendChunk(ctx context.Context, execs []rueidis.LuaExec) []rue
 	}
 	cmds = cmds[:0]
 	for _, i := range missing {
-		cmds = append(cmds, lua.RenewSource.Eval(w.rc.B(), execs[i].Keys, execs[i].Args).ToRetryable())
+		cmds = append(cmds, lua.Renew.Eval(w.rc.B(), execs[i].Keys, execs[i].Args).ToRetryable())
 	}
 	for j, r := range w.rc.DoMulti(ctx, cmds...) {
 		replies[missing[j]] = r
