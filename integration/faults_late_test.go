@@ -57,7 +57,7 @@ func (l *lateOriginal) deliver(t *testing.T, rc rueidis.Client) []int64 {
 	require.NotEmpty(t, cmd, "an acquire was held back")
 	res := rc.Do(context.Background(), rc.B().Arbitrary(cmd...).Build())
 	if !ran(res) { // the script is not loaded: send its text, as rueidis would
-		cmd[0], cmd[1] = "EVAL", lua.AcquireSource.Text
+		cmd[0], cmd[1] = "EVAL", lua.Acquire.Text()
 		res = rc.Do(context.Background(), rc.B().Arbitrary(cmd...).Build())
 	}
 	reply, err := res.AsIntSlice()

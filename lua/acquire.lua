@@ -1,4 +1,7 @@
 #!lua
+--@include codes.lua
+--@include fence.lua
+--@include hold.lua
 -- acquire: take or re-enter a reentrant lock for one owner, exactly once.
 --
 -- KEYS[1] lock hash         P{N}
@@ -15,14 +18,14 @@
 -- ARGV[6] fence life in ms
 -- ARGV[7] '1' when the caller waits on the unlock channel, else '0'
 --
--- Reply: {1, count, token} acquired (count 1) or re-entered
---        {0, pttl}         another owner holds it (pttl -1: no expiry)
+-- Reply: {GRANTED, count, token}  acquired (count 1) or re-entered
+--        {REFUSED, pttl}         another owner holds it (pttl -1: no expiry)
+--        {STALE, 0}              a copy of a call that a later one of the
+--                                same owner superseded; nothing was done
 --
 -- The field 'waiters' marks a lock whose release must publish: a refused
 -- acquire sets it, and so does a waiter that takes the lock (others may
 -- still wait behind it). An uncontended release publishes nothing.
---        {2, 0}            stale: a copy of a call that a later one of the
---                          same owner superseded; nothing was done
 --
 -- The hash holds, for its one owner, F -> count and F#seq -> the seq of the
 -- owner's latest call that applied. A call applies only when its seq is
@@ -53,11 +56,11 @@ if held[1] then
     return reenter(held)
 end
 if tonumber(redis.call('hget', fences, owner) or '0') >= seq then
-    return {2, 0}
+    return {STALE, 0}
 end
 if htype == 'hash' then
     fence(fences, owner, superseded, ARGV[6])
     redis.call('hset', hash, 'waiters', 1)
-    return {0, redis.call('pttl', hash)}
+    return {REFUSED, redis.call('pttl', hash)}
 end
 return take(ARGV[7] == '1')

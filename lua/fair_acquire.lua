@@ -1,8 +1,14 @@
 #!lua
+--@include codes.lua
+--@include lease.lua
+--@include fence.lua
+--@include hold.lua
+--@include queue.lua
 -- fair_acquire: acquire.lua for a fair lock: owners get the lock in the
 -- order in which they queued; a re-entry never queues.
 --
--- KEYS[1..3], ARGV[1..7] and the reply as acquire.lua, and
+-- KEYS[1..3], ARGV[1..7] and the reply ({GRANTED, count, token},
+-- {REFUSED, pttl}, {STALE, 0}) as acquire.lua, and
 -- KEYS[4] queue             P{N}:queue (see queue.lua)
 -- KEYS[5] unlock channel    P{N}:unlock, for the hand-over message
 -- ARGV[7] '1' when the caller waits: a refused call queues it, or keeps
@@ -38,7 +44,7 @@ if held[1] then
 end
 local entry = redis.call('hmget', queue, owner .. '#seq', owner .. '#exp')
 if tonumber(redis.call('hget', fences, owner) or '0') >= seq or tonumber(entry[1] or '0') >= seq then
-    return {2, 0}
+    return {STALE, 0}
 end
 fence(fences, owner, superseded, ARGV[6])
 local now = nowMs()
@@ -70,4 +76,4 @@ if ARGV[7] == '1' then
     redis.call('hset', queue, owner .. '#exp', now + tonumber(ARGV[9]), owner .. '#seq', seq, owner .. '#lease', grant)
     lengthen(queue, ARGV[9])
 end
-return {0, redis.call('pttl', hash)}
+return {REFUSED, redis.call('pttl', hash)}

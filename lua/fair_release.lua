@@ -1,15 +1,21 @@
 #!lua flags=allow-oom
+--@include codes.lua
+--@include lease.lua
+--@include fence.lua
+--@include hold.lua
+--@include queue.lua
 -- fair_release: release.lua for a fair lock. At 0 the lock is handed over
 -- to the waiter longest in the queue (queue.lua), in the same call, rather
 -- than freed for whoever asks first. A call of an owner that does not hold
 -- the lock takes it out of the queue: so a waiter that gives up leaves,
 -- and so does the release that takes back an acquire whose reply was lost.
 --
--- KEYS[1..3], ARGV[1..6] and the reply as release.lua, and
+-- KEYS[1..3], ARGV[1..6] and the reply ({NOT_HELD, 0}, {STILL_HELD,
+-- count}, {FREED, 0}, {STALE, 0}) as release.lua, and
 -- KEYS[4] fencing counter   P{N}:token, for the next holder's token
 -- KEYS[5] queue             P{N}:queue
 --
--- Reply {2, 0}: released: the key is gone, or handed to the next waiter.
+-- {FREED, 0}: released: the key is gone, or handed to the next waiter.
 local hash, fences, queue, owner = KEYS[1], KEYS[3], KEYS[5], ARGV[1]
 local seq, superseded = tonumber(ARGV[2]), tonumber(ARGV[5])
 local seqField = owner .. '#seq'
@@ -37,7 +43,7 @@ if held.err or not held[1] then
     local queued = redis.pcall('hget', queue, owner .. '#seq')
     if type(queued) == 'string' then
         if tonumber(queued) >= seq or fenced() then
-            return {3, 0}
+            return {STALE, 0}
         end
         dequeue(queue, owner)
     end
@@ -45,7 +51,7 @@ if held.err or not held[1] then
     if not held.err and redis.call('exists', hash) == 0 then
         handOn()
     end
-    return {0, 0}
+    return {NOT_HELD, 0}
 end
 local lowered = lower(held)
 if lowered then
@@ -53,4 +59,4 @@ if lowered then
 end
 redis.call('del', hash)
 handOn()
-return {2, 0}
+return {FREED, 0}

@@ -1,5 +1,6 @@
--- fence: the helper acquire.lua and release.lua share; scripts.go puts it
--- after their first line (the shebang), so that each stays one script.
+-- fence: the give-up fences of the request protocol, for every acquire,
+-- release and count-down script (directly, or through hold.lua and
+-- rw.lua).
 --
 -- fence records, for life ms, that no call of owner with a seq up to
 -- superseded may apply any more: a copy of a call that a later call

@@ -5,7 +5,8 @@
 -- KEYS[2] unlock channel    P{N}:unlock
 -- ARGV[1] publish command: 'publish', or 'spublish' on a Cluster
 --
--- Reply: 1 if a lock was deleted, 0 if there was none.
+-- Reply (a number, not a code): 1 if a lock was deleted, 0 if there was
+-- none.
 if redis.call('del', KEYS[1]) == 1 then
     redis.call(ARGV[1], KEYS[2], 'unlocked')
     return 1

@@ -38,14 +38,14 @@ func (m *lockModel) fence(c call) {
 func (m *lockModel) acquire(c call, got []int64) []int64 {
 	if m.holder == c.owner {
 		if c.seq <= m.lastSeq {
-			return []int64{2, 0}
+			return reply(lua.Stale, 0)
 		}
 		m.fence(c)
 		m.count, m.lastSeq = c.count, c.seq
-		return []int64{1, int64(c.count), m.token}
+		return reply(lua.Granted, int64(c.count), m.token)
 	}
 	if m.fences[c.owner] >= c.seq {
-		return []int64{2, 0}
+		return reply(lua.Stale, 0)
 	}
 	m.fence(c)
 	if m.holder != "" {
@@ -58,25 +58,25 @@ func (m *lockModel) acquire(c call, got []int64) []int64 {
 		m.counted, m.token = true, got[2]
 	}
 	m.holder, m.count, m.lastSeq, m.waiters = c.owner, 1, c.seq, false
-	return []int64{1, 1, m.token}
+	return reply(lua.Granted, 1, m.token)
 }
 
 // release is what release.lua should answer.
 func (m *lockModel) release(c call) []int64 {
 	if m.holder != c.owner {
 		m.fence(c)
-		return []int64{0, 0}
+		return reply(lua.NotHeld, 0)
 	}
 	if c.seq <= m.lastSeq {
-		return []int64{3, 0}
+		return reply(lua.Stale, 0)
 	}
 	m.fence(c)
 	if c.count > 0 {
 		m.count, m.lastSeq = c.count, c.seq
-		return []int64{1, int64(c.count)}
+		return reply(lua.StillHeld, int64(c.count))
 	}
 	m.holder, m.count, m.lastSeq, m.waiters = "", 0, 0, false
-	return []int64{2, 0}
+	return reply(lua.Freed, 0)
 }
 
 // owner is one client of the request protocol, as rlock runs it: one
@@ -140,7 +140,7 @@ func FuzzProtocol(f *testing.F) {
 				return reply
 			}
 			require.Len(t, reply, 2, "%s: acquire %+v is refused", what, c)
-			assert.Equal(t, int64(0), reply[0], "%s: acquire %+v is refused", what, c)
+			assert.Equal(t, lua.Refused, lua.Code(reply[0]), "%s: acquire %+v is refused", what, c)
 			assert.Positive(t, reply[1], "%s: the holder's PTTL", what)
 			return reply
 		}
@@ -166,7 +166,7 @@ func FuzzProtocol(f *testing.F) {
 			switch {
 			case release:
 				o.confirmed = int(reply[1])
-			case reply[0] == 1:
+			case lua.Code(reply[0]) == lua.Granted:
 				o.confirmed = int(reply[1])
 			}
 		}

@@ -1,13 +1,16 @@
--- hold: what the acquire and release scripts of every kind do to an
--- owner's hold: take a free lock, re-enter, lower the count. scripts.go
--- puts it after their first line, after fence.lua and (for the acquire
--- scripts, which take) token.lua, which it uses. It reads the KEYS and ARGV
--- that every kind's scripts share (acquire.lua's, release.lua's).
+--@include codes.lua
+--@include lease.lua
+--@include fence.lua
+--@include token.lua
+-- hold: what the scripts of a lock (acquire.lua, release.lua and the fair
+-- lock's) do to an owner's hold: take a free lock, re-enter, lower the
+-- count. It reads the KEYS and ARGV those scripts share (acquire.lua's,
+-- release.lua's).
 --
 -- held is the owner's HMGET of ARGV[1] and ARGV[1]#seq on KEYS[1].
 
 -- take gives the free lock to the owner: count 1, a new fencing token,
--- the lease ARGV[4] ms. waiting marks the lock so that its release wakes
+-- the lease ARGV[4] ms: {GRANTED, 1, token}. waiting marks the lock so that its release wakes
 -- the waiters behind this one (see acquire.lua).
 local function take(waiting)
     local token, err = nextToken(KEYS[2])
@@ -22,36 +25,37 @@ local function take(waiting)
     end
     redis.call('pexpire', hash, ARGV[4])
     fence(KEYS[3], owner, tonumber(ARGV[5]), ARGV[6])
-    return {1, 1, token}
+    return {GRANTED, 1, token}
 end
 
--- reenter answers an acquire of an owner that holds the lock: stale when
--- a later call of the owner applied already, else its count set to
--- ARGV[3] and the lease lengthened to ARGV[4] ms (never shortened).
+-- reenter answers an acquire of an owner that holds the lock: STALE when
+-- a later call of the owner applied already, else GRANTED, its count set
+-- to ARGV[3] and the lease lengthened to ARGV[4] ms (never shortened).
 local function reenter(held)
     if tonumber(held[2]) >= tonumber(ARGV[2]) then
-        return {2, 0}
+        return {STALE, 0}
     end
     local hash = KEYS[1]
     local token = tonumber(redis.call('get', KEYS[2]) or '0')
     redis.call('hset', hash, ARGV[1], ARGV[3], ARGV[1] .. '#seq', ARGV[2])
     lengthen(hash, ARGV[4])
     fence(KEYS[3], ARGV[1], tonumber(ARGV[5]), ARGV[6])
-    return {1, tonumber(ARGV[3]), token}
+    return {GRANTED, tonumber(ARGV[3]), token}
 end
 
--- lower answers a release of an owner that holds the lock: stale when a
--- later call of the owner applied already, else its count set to ARGV[3].
--- It returns nil when that count is 0: the caller frees the lock.
+-- lower answers a release of an owner that holds the lock: STALE when a
+-- later call of the owner applied already, else STILL_HELD with its count
+-- set to ARGV[3]. It returns nil when that count is 0: the caller frees
+-- the lock.
 local function lower(held)
     if tonumber(held[2]) >= tonumber(ARGV[2]) then
-        return {3, 0}
+        return {STALE, 0}
     end
     fence(KEYS[3], ARGV[1], tonumber(ARGV[5]), ARGV[6])
     local left = tonumber(ARGV[3])
     if left > 0 then
         redis.call('hset', KEYS[1], ARGV[1], left, ARGV[1] .. '#seq', ARGV[2])
-        return {1, left}
+        return {STILL_HELD, left}
     end
     return nil
 end

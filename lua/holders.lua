@@ -1,5 +1,4 @@
--- holders: the helper the semaphore's scripts share; scripts.go puts it
--- after their first line (the shebang), so that each stays one script.
+-- holders: the helper the semaphore's scripts share.
 --
 -- A semaphore's holders hash keeps, for each holder F (an owner field):
 -- F -> permits it holds, F#seq -> the seq of its latest call that applied

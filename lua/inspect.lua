@@ -1,11 +1,12 @@
 #!lua flags=no-writes,allow-stale
+--@include lease.lua
 -- inspect: a snapshot of one lock, read in one atomic step, for operators
 -- (rlock's Inspect). It writes nothing.
 --
 -- KEYS[1] lock hash         P{N}
 -- KEYS[2] fencing counter   P{N}:token
 --
--- Reply: {now, type, pttl, token, fields}
+-- Reply (values, not codes): {now, type, pttl, token, fields}
 --   now     Redis time in ms: what own leases (F#exp) are measured against
 --   type    the Redis type of KEYS[1]: 'hash', 'none' when the lock is free
 --   pttl    PTTL of KEYS[1]: -2 absent, -1 no expiry

@@ -1,4 +1,6 @@
 #!lua
+--@include codes.lua
+--@include fence.lua
 -- latch_countdown: count a count-down latch down by one, exactly once per
 -- request; at 0 every waiter is told.
 --
@@ -19,11 +21,12 @@
 --
 -- (ARGV[2] and ARGV[5] sit where every request of the protocol has them.)
 --
--- Reply: {1, count}  the request counted (this call, or an earlier call of
---                    it whose reply was lost); count is what is left
---        {0, count}  nothing counted: the latch was at 0 or unset, or (to
---                    settle) no call of the request counted
---        {2, 0}      stale: a superseded copy; nothing was done
+-- Reply: {COUNTED, count}      the request counted (this call, or an earlier
+--                             call of it whose reply was lost); count is
+--                             what is left
+--        {NOT_COUNTED, count}  nothing counted: the latch was at 0 or unset,
+--                             or (to settle) no call of the request counted
+--        {STALE, 0}            a superseded copy; nothing was done
 --
 -- At 0 the hash keeps count 0 for a fence life, so that a request whose
 -- reply was lost can still be told, then expires: a latch at 0 and an unset
@@ -39,14 +42,14 @@ end
 local state = redis.call('hmget', hash, 'count', seqField)
 local count, last = tonumber(state[1] or '0'), tonumber(state[2] or '0')
 if last >= seq or tonumber(redis.call('hget', fences, client) or '0') >= seq then
-    return {2, 0}
+    return {STALE, 0}
 end
 fence(fences, client, superseded, ARGV[6])
 if last >= first then
-    return {1, count}
+    return {COUNTED, count}
 end
 if ARGV[4] ~= '1' or count <= 0 then
-    return {0, count}
+    return {NOT_COUNTED, count}
 end
 count = count - 1
 redis.call('hset', hash, 'count', count, seqField, seq)
@@ -54,4 +57,4 @@ if count == 0 then
     redis.call('pexpire', hash, ARGV[6])
     redis.call(ARGV[7], KEYS[2], 'all')
 end
-return {1, count}
+return {COUNTED, count}

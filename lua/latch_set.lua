@@ -4,7 +4,8 @@
 -- KEYS[1] latch hash        P{N}:latch (see latch_countdown.lua)
 -- ARGV[1] count, > 0
 --
--- Reply: 1 when it set the count, 0 when the latch was counting already.
+-- Reply (a number, not a code): 1 when it set the count, 0 when the latch
+-- was counting already.
 -- The hash is made persistent again: a latch at 0 expires, a counting one
 -- does not. The Clients' C#seq fields stay: sequence numbers only grow.
 local hash = KEYS[1]

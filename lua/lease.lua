@@ -1,6 +1,5 @@
--- lease: the Redis clock and key expiry, which every script may use;
--- scripts.go puts it first after each script's shebang, before the
--- helpers the script names.
+-- lease: the Redis clock and key expiry, for the scripts and helpers that
+-- read the one or lengthen the other.
 
 -- nowMs is the Redis server time in ms: the clock that own leases (F#exp)
 -- are kept in.

@@ -1,6 +1,6 @@
+--@include token.lua
 -- queue: the helpers of a fair lock's scripts (fair_acquire.lua and
--- fair_release.lua); scripts.go puts it after their first line, with
--- fence.lua and token.lua, which it uses.
+-- fair_release.lua).
 --
 -- The queue hash P{N}:queue is a doubly linked list of waiters, so that a
 -- release finds the one longest in it, and a waiter leaves it, with a

@@ -1,4 +1,7 @@
 #!lua flags=allow-oom
+--@include codes.lua
+--@include fence.lua
+--@include hold.lua
 -- release: set one owner's hold count lower, exactly once; at 0 the lock is
 -- deleted and, if anyone waits, the unlock channel is told.
 --
@@ -15,11 +18,11 @@
 -- ARGV[5] superseded        the highest seq of F whose reply never came, or 0
 -- ARGV[6] fence life in ms
 --
--- Reply: {0, 0}     F does not hold the lock (also when the key was
---                   overwritten by something that is not a lock)
---        {1, count} still held, count levels left
---        {2, 0}     released: the key is gone, and waiters were told
---        {3, 0}     stale: a copy of a superseded call; nothing was done
+-- Reply: {NOT_HELD, 0}       F does not hold the lock (also when the key
+--                           was overwritten by something that is not a lock)
+--        {STILL_HELD, count} still held, count levels left
+--        {FREED, 0}          released: the key is gone, and waiters were told
+--        {STALE, 0}          a copy of a superseded call; nothing was done
 --
 -- The lease is left as it is: a release never shortens what a live hold
 -- relies on. allow-oom: releasing must work when Redis is at maxmemory.
@@ -28,7 +31,7 @@ local hash, fences, owner = KEYS[1], KEYS[3], ARGV[1]
 local held = redis.pcall('hmget', hash, owner, owner .. '#seq', 'waiters')
 if held.err or not held[1] then
     fence(fences, owner, tonumber(ARGV[5]), ARGV[6])
-    return {0, 0}
+    return {NOT_HELD, 0}
 end
 local lowered = lower(held)
 if lowered then
@@ -38,4 +41,4 @@ redis.call('del', hash)
 if held[3] then
     redis.call(ARGV[4], KEYS[2], 'unlocked')
 end
-return {2, 0}
+return {FREED, 0}

@@ -1,4 +1,5 @@
 #!lua flags=allow-oom
+--@include lease.lua
 -- renew: extend the lease of many held locks in one call (watchdog batch).
 -- All keys must live in one Cluster slot.
 --
@@ -6,7 +7,7 @@
 -- ARGV[1]   lease in ms
 -- ARGV[i+1] owner field of hold i
 --
--- Reply: an array with one entry per key: 1 if the owner still holds it
+-- Reply (numbers, not codes): an array with one entry per key: 1 if the owner still holds it
 -- (its lease now ends no sooner than lease ms from now), 0 if the lock is
 -- gone, held by someone else, or the key is not a lock hash any more.
 --

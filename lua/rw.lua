@@ -1,6 +1,8 @@
--- rw: the helpers the read-write lock's scripts share; rwscripts.go puts it
--- after their shebang, fence.lua and token.lua, so that each stays one
--- script.
+--@include codes.lua
+--@include lease.lua
+--@include fence.lua
+--@include token.lua
+-- rw: the helpers the read-write lock's scripts share.
 --
 -- A read-write lock is one hash. Every hold in it, read or write, has a
 -- lease of its own (see renew.lua): for owner base B (<clientID>:<owner>),
@@ -152,7 +154,7 @@ local function grantNew(now, token, ...)
     end
     lengthen(hash, lease)
     fence(KEYS[3], owner, tonumber(ARGV[5]), ARGV[6])
-    return {1, 1, token}
+    return {GRANTED, 1, token}
 end
 
 -- acquiring answers what an acquire can answer before its kind decides:
@@ -173,7 +175,7 @@ local function acquiring(now, grant, ...)
     end
     local held = redis.call('hmget', hash, owner, owner .. '#seq', owner .. '#exp', 'mode', ...)
     if held[1] and tonumber(held[2]) >= seq then
-        return {2, 0}
+        return {STALE, 0}
     end
     if held[1] and tonumber(held[3]) > now then
         local token, err = currentToken(KEYS[2])
@@ -186,10 +188,10 @@ local function acquiring(now, grant, ...)
         end
         lengthen(hash, lease)
         fence(fences, owner, tonumber(ARGV[5]), ARGV[6])
-        return {1, tonumber(ARGV[3]), token}
+        return {GRANTED, tonumber(ARGV[3]), token}
     end
     if tonumber(redis.call('hget', fences, owner) or '0') >= seq then
-        return {2, 0}
+        return {STALE, 0}
     end
     if held[1] then
         dropHold(hash, owner) -- its own lease ended
@@ -197,7 +199,7 @@ local function acquiring(now, grant, ...)
     if htype == 'hash' and held[4] ~= 'rw' then
         fence(fences, owner, tonumber(ARGV[5]), ARGV[6])
         redis.call('hset', hash, 'waiters', 1)
-        return {0, redis.call('pttl', hash)}
+        return {REFUSED, redis.call('pttl', hash)}
     end
     return nil, held
 end
@@ -218,13 +220,13 @@ local function releasing()
         owner .. '#wait', owner .. '#admit')
     if held.err then
         fence(fences, owner, superseded, ARGV[6])
-        return {0, 0}
+        return {NOT_HELD, 0}
     end
     if held[1] and tonumber(held[2]) >= seq then
-        return {3, 0}
+        return {STALE, 0}
     end
     if not held[1] and tonumber(redis.call('hget', fences, owner) or '0') >= seq then
-        return {3, 0}
+        return {STALE, 0}
     end
     fence(fences, owner, superseded, ARGV[6])
     local now = nowMs()
@@ -232,13 +234,13 @@ local function releasing()
     local live = held[1] and tonumber(held[3]) > now
     if live and left > 0 then
         redis.call('hset', hash, owner, left, owner .. '#seq', seq)
-        return {1, left}
+        return {STILL_HELD, left}
     end
     if not live and not held[5] and not held[6] then
         if held[1] then
             dropHold(hash, owner) -- its own lease ended
         end
-        return {0, 0}
+        return {NOT_HELD, 0}
     end
     if held[1] then
         dropHold(hash, owner)

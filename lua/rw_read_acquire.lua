@@ -1,7 +1,13 @@
 #!lua
+--@include codes.lua
+--@include lease.lua
+--@include fence.lua
+--@include token.lua
+--@include rw.lua
 -- rw read acquire: take or re-enter a read hold of a read-write lock for
--- one owner, exactly once. KEYS, ARGV and the reply are acquire.lua's
--- (ARGV[1] is the owner's read field, B:r); see rw.lua for the hash.
+-- one owner, exactly once. KEYS, ARGV and the reply ({GRANTED, count,
+-- token}, {REFUSED, pttl}, {STALE, 0}) are acquire.lua's (ARGV[1] is the
+-- owner's read field, B:r); see rw.lua for the hash.
 --
 -- Granted when no other owner holds the write lock and no writer waits, or
 -- as a re-entry (a reader already holding never waits behind a writer: it
@@ -11,7 +17,7 @@
 -- mark, B:r#wait, and its reply's pttl is at most half the lease, as a
 -- waiting writer's (see rw_write_acquire.lua). The token is the counter's
 -- value: the token of the latest write hold before this one. Refused:
--- {0, pttl} with pttl the time until what refused it (the write hold's or
+-- {REFUSED, pttl} with pttl the time until what refused it (the write hold's or
 -- the waiting writers' own lease) ends, if nobody renews it.
 local hash, owner, lease = KEYS[1], ARGV[1], tonumber(ARGV[4])
 local writeField = string.sub(owner, 1, -3) .. ':w'
@@ -39,7 +45,7 @@ local function refuse(pttl)
     if ARGV[7] == '1' then
         pttl = markWaiting(hash, owner, now, pttl, math.max(math.floor(lease / 2), 1))
     end
-    return {0, pttl}
+    return {REFUSED, pttl}
 end
 
 local writer = held[5]

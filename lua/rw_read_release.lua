@@ -1,7 +1,10 @@
 #!lua flags=allow-oom
+--@include codes.lua
+--@include rw.lua
 -- rw read release: set one owner's read hold count lower, exactly once.
--- KEYS, ARGV and the reply are release.lua's (ARGV[1] is the owner's read
--- field, B:r); see rw.lua for the hash.
+-- KEYS, ARGV and the reply ({NOT_HELD, 0}, {STILL_HELD, count}, {FREED,
+-- 0}, {STALE, 0}) are release.lua's (ARGV[1] is the owner's read field,
+-- B:r); see rw.lua for the hash.
 --
 -- At count 0 the read hold goes; while other read holds are in the hash
 -- ('nr', see rw.lua's prune) nothing else is to be done. When it was the
@@ -11,7 +14,7 @@
 -- (pubsub.WakeAll): a waiting writer may now write. (All, not one: the
 -- local queue of a Client mixes readers, which a waiting writer still
 -- holds back, with writers.) A caller that does not hold the lock (a
--- reader that gave up waiting) gets {0, 0}, and its mark or admission is
+-- reader that gave up waiting) gets {NOT_HELD, 0}, and its mark or admission is
 -- removed.
 local hash = KEYS[1]
 local reply, held, now, live = releasing()
@@ -19,7 +22,7 @@ if reply then
     return reply
 end
 if live and tonumber(redis.call('hget', hash, 'nr') or '0') > 0 then
-    return {2, 0} -- other read holds are there: nothing more to do
+    return {FREED, 0} -- other read holds are there: nothing more to do
 end
 local st = prune(hash, now)
 if st.live == 0 then
@@ -29,6 +32,6 @@ if held[4] and (live or held[6]) and st.readers == 0 and st.admitted == 0 then
     redis.call(ARGV[4], KEYS[2], 'all')
 end
 if live then
-    return {2, 0}
+    return {FREED, 0}
 end
-return {0, 0}
+return {NOT_HELD, 0}

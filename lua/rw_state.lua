@@ -1,12 +1,12 @@
 #!lua flags=no-writes
+--@include lease.lua
 -- rw state: what a read-write lock's hash holds now, for inspection; it
--- writes nothing. See rw.lua for the hash, whose helpers scripts.go puts
--- in after the shebang.
+-- writes nothing. See rw.lua for the hash.
 --
 -- KEYS[1] lock hash    P{N}
 -- ARGV[1] owner field  B, without a kind's suffix ('' for none)
 --
--- Reply: {write held (0/1), live read holds,
+-- Reply (numbers, not codes): {write held (0/1), live read holds,
 --         ms until the last live hold ends (0: none),
 --         B's read count, B's write count}
 -- Holds whose own lease ended count for nothing.

@@ -1,14 +1,20 @@
 #!lua
+--@include codes.lua
+--@include lease.lua
+--@include fence.lua
+--@include token.lua
+--@include rw.lua
 -- rw write acquire: take or re-enter the write hold of a read-write lock
--- for one owner, exactly once. KEYS, ARGV and the reply are acquire.lua's
--- (ARGV[1] is the owner's write field, B:w); see rw.lua for the hash.
+-- for one owner, exactly once. KEYS, ARGV and the reply ({GRANTED, count,
+-- token}, {REFUSED, pttl}, {STALE, 0}) are acquire.lua's (ARGV[1] is the
+-- owner's write field, B:w); see rw.lua for the hash.
 --
 -- Granted when no other owner holds the lock, read or write, and no reader
 -- that a write release admitted is still to come in (see rw.lua's admit),
 -- or as a re-entry. The token is a new one from the counter (a
 -- re-entry's: the counter's value). A refused writer that waits (ARGV[7]
 -- '1') leaves a waiting mark, B:w#wait, so that new readers are refused
--- while it waits: no writer starvation. Its reply {0, pttl} bounds the
+-- while it waits: no writer starvation. Its reply {REFUSED, pttl} bounds the
 -- caller's sleep before it tries again, and so refreshes the mark, by half
 -- the lease: the mark lasts pttl + half the lease, longer than that sleep,
 -- and a writer that died while waiting stops holding readers back within
@@ -47,9 +53,9 @@ fence(KEYS[3], owner, tonumber(ARGV[5]), ARGV[6])
 redis.call('hset', hash, 'waiters', 1)
 local pttl = math.max(st.last, st.admittedEnd) - now
 if ARGV[7] ~= '1' then
-    return {0, pttl} -- a single attempt leaves no mark
+    return {REFUSED, pttl} -- a single attempt leaves no mark
 end
 pttl = markWaiting(hash, owner, now, pttl, grace)
 st.writers[markField] = now + pttl + grace
 settleMarks(hash, st.writers)
-return {0, pttl}
+return {REFUSED, pttl}

@@ -40,6 +40,11 @@ type call struct {
 
 const fenceLife = "60000"
 
+// reply is a script's reply: its code, then the values after it.
+func reply(code lua.Code, values ...int64) []int64 {
+	return append([]int64{int64(code)}, values...)
+}
+
 func (c call) acquire(t testing.TB, rc rueidis.Client, k keys.Keys) []int64 {
 	t.Helper()
 	reply, err := lua.Acquire.Exec(t.Context(), rc, []string{k.Hash, k.Token, k.Fence}, []string{
@@ -81,16 +86,16 @@ func TestAcquireReentersAndFences(t *testing.T) {
 	k := lockKeys(t)
 
 	first := call{owner: "a", seq: 1, count: 1}.acquire(t, rc, k)
-	assert.Equal(t, []int64{1, 1, first[2]}, first, "first acquire: count 1 and a token")
-	assert.Equal(t, []int64{1, 2, first[2]}, call{owner: "a", seq: 2, count: 2}.acquire(t, rc, k), "re-entry: count 2, same token")
+	assert.Equal(t, reply(lua.Granted, 1, first[2]), first, "first acquire: count 1 and a token")
+	assert.Equal(t, reply(lua.Granted, 2, first[2]), call{owner: "a", seq: 2, count: 2}.acquire(t, rc, k), "re-entry: count 2, same token")
 
 	busy := call{owner: "b", seq: 1, count: 1}.acquire(t, rc, k)
 	require.Len(t, busy, 2)
-	assert.Equal(t, int64(0), busy[0], "another owner is refused")
+	assert.Equal(t, lua.Refused, lua.Code(busy[0]), "another owner is refused")
 	assert.InDelta(t, 30000, busy[1], 1000, "and told the holder's PTTL")
 
-	assert.Equal(t, []int64{1, 1}, call{owner: "a", seq: 3, count: 1}.release(t, rc, k))
-	assert.Equal(t, []int64{2, 0}, call{owner: "a", seq: 4, count: 0}.release(t, rc, k))
+	assert.Equal(t, reply(lua.StillHeld, 1), call{owner: "a", seq: 3, count: 1}.release(t, rc, k))
+	assert.Equal(t, reply(lua.Freed, 0), call{owner: "a", seq: 4, count: 0}.release(t, rc, k))
 	next := call{owner: "b", seq: 2, count: 1}.acquire(t, rc, k)
 	assert.Equal(t, first[2]+1, next[2], "the next holder's token is higher")
 }
@@ -109,9 +114,9 @@ func TestResendAndLateCopy(t *testing.T) {
 	n, _ := hget(t, rc, k.Hash, "a")
 	assert.Equal(t, int64(1), n, "the resend does not count twice")
 
-	assert.Equal(t, []int64{2, 0}, lost.acquire(t, rc, k), "the late copy is stale while held")
-	assert.Equal(t, []int64{2, 0}, call{owner: "a", seq: 12, count: 0}.release(t, rc, k), "released")
-	assert.Equal(t, []int64{2, 0}, lost.acquire(t, rc, k), "the late copy is stale once released too")
+	assert.Equal(t, reply(lua.Stale, 0), lost.acquire(t, rc, k), "the late copy is stale while held")
+	assert.Equal(t, reply(lua.Freed, 0), call{owner: "a", seq: 12, count: 0}.release(t, rc, k), "released")
+	assert.Equal(t, reply(lua.Stale, 0), lost.acquire(t, rc, k), "the late copy is stale once released too")
 	assertGone(t, rc, k.Hash)
 }
 
@@ -124,18 +129,18 @@ func TestGiveUpSettles(t *testing.T) {
 
 	ran := call{owner: "a", seq: 20, count: 1}
 	ran.acquire(t, rc, k)
-	assert.Equal(t, []int64{2, 0}, call{owner: "a", seq: 21, count: 0, superseded: 20}.release(t, rc, k), "settling frees what the lost call took")
-	assert.Equal(t, []int64{2, 0}, ran.acquire(t, rc, k), "a second copy is stale")
+	assert.Equal(t, reply(lua.Freed, 0), call{owner: "a", seq: 21, count: 0, superseded: 20}.release(t, rc, k), "settling frees what the lost call took")
+	assert.Equal(t, reply(lua.Stale, 0), ran.acquire(t, rc, k), "a second copy is stale")
 	assertGone(t, rc, k.Hash)
 
 	pending := call{owner: "a", seq: 22, count: 1}
-	assert.Equal(t, []int64{0, 0}, call{owner: "a", seq: 23, count: 0, superseded: 22}.release(t, rc, k), "nothing to take back")
-	assert.Equal(t, []int64{2, 0}, pending.acquire(t, rc, k), "the copy arriving after the give-up is stale")
+	assert.Equal(t, reply(lua.NotHeld, 0), call{owner: "a", seq: 23, count: 0, superseded: 22}.release(t, rc, k), "nothing to take back")
+	assert.Equal(t, reply(lua.Stale, 0), pending.acquire(t, rc, k), "the copy arriving after the give-up is stale")
 	assertGone(t, rc, k.Hash)
 	assert.Positive(t, pttl(t, rc, k.Fence), "the fence expires")
 
 	got := call{owner: "a", seq: 24, count: 1}.acquire(t, rc, k)
-	assert.Equal(t, int64(1), got[0], "a later call of the owner passes the fence")
+	assert.Equal(t, lua.Granted, lua.Code(got[0]), "a later call of the owner passes the fence")
 }
 
 // TestReentryOnlyLengthens checks that no call shortens a live lease: a
@@ -161,7 +166,7 @@ func TestReleaseByNonOwnerKeepsLock(t *testing.T) {
 	k := lockKeys(t)
 	call{owner: "a", seq: 1, count: 1}.acquire(t, rc, k)
 
-	assert.Equal(t, []int64{0, 0}, call{owner: "b", seq: 1, count: 0}.release(t, rc, k), "not held by b")
+	assert.Equal(t, reply(lua.NotHeld, 0), call{owner: "b", seq: 1, count: 0}.release(t, rc, k), "not held by b")
 	n, _ := hget(t, rc, k.Hash, "a")
 	assert.Equal(t, int64(1), n, "a's hold is intact")
 }
@@ -178,7 +183,7 @@ func TestWrongTypeWritesNothing(t *testing.T) {
 	for _, key := range []string{k.Token, k.Fence} {
 		assertGone(t, rc, key)
 	}
-	assert.Equal(t, []int64{0, 0}, call{owner: "a", seq: 2, count: 0, superseded: 1}.release(t, rc, k))
+	assert.Equal(t, reply(lua.NotHeld, 0), call{owner: "a", seq: 2, count: 0, superseded: 1}.release(t, rc, k))
 
 	k = lockKeys(t)
 	require.NoError(t, rc.Do(t.Context(), rc.B().Set().Key(k.Token).Value("not a number").Build()).Error())
@@ -215,10 +220,10 @@ func TestReleasePublishesOnlyToWaiters(t *testing.T) {
 	}
 
 	call{owner: "a", seq: 1, count: 1}.acquire(t, rc, k)
-	assert.Equal(t, []int64{2, 0}, call{owner: "a", seq: 2, count: 0}.release(t, rc, k))
+	assert.Equal(t, reply(lua.Freed, 0), call{owner: "a", seq: 2, count: 0}.release(t, rc, k))
 	call{owner: "a", seq: 3, count: 1}.acquire(t, rc, k)
-	assert.Equal(t, int64(0), call{owner: "b", seq: 1, count: 1}.acquire(t, rc, k)[0], "b waits")
-	assert.Equal(t, []int64{2, 0}, call{owner: "a", seq: 4, count: 0}.release(t, rc, k))
+	assert.Equal(t, lua.Refused, lua.Code(call{owner: "b", seq: 1, count: 1}.acquire(t, rc, k)[0]), "b waits")
+	assert.Equal(t, reply(lua.Freed, 0), call{owner: "a", seq: 4, count: 0}.release(t, rc, k))
 	select {
 	case m := <-messages:
 		assert.Equal(t, "unlocked", m, "the release with a waiter publishes")

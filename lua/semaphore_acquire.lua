@@ -1,4 +1,8 @@
 #!lua
+--@include codes.lua
+--@include lease.lua
+--@include fence.lua
+--@include holders.lua
 -- semaphore_acquire: take one more permit of a semaphore for one owner,
 -- exactly once. It takes acquire.lua's KEYS, ARGV and replies, so rlock's
 -- request engine (sequence numbers, fences, settling, renewal) serves
@@ -16,12 +20,13 @@
 -- ARGV[6] fence life in ms
 -- ARGV[7] '1' when the caller waits on the channel, else '0'
 --
--- Reply: {1, count, 0}  granted: F holds count permits (no fencing token)
---        {0, pttl}      no permit free: pttl is the time until the
---                       earliest holder's lease ends, -1 when nobody holds
---                       one (permits are 0 or fewer); the refusal marks
---                       the hash so that a release publishes
---        {2, 0}         stale: a superseded copy; nothing was done
+-- Reply: {GRANTED, count, 0}  F holds count permits (no fencing token)
+--        {REFUSED, pttl}      no permit free: pttl is the time until the
+--                             earliest holder's lease ends, -1 when nobody
+--                             holds one (permits are 0 or fewer); the
+--                             refusal marks the hash so that a release
+--                             publishes
+--        {STALE, 0}           a superseded copy; nothing was done
 --
 -- Holders whose own lease passed are dropped first: their permits are
 -- free. A grant only lengthens F#exp and the hash's lease (PEXPIRE GT), so
@@ -39,10 +44,10 @@ local now = nowMs()
 local live, earliest, _, fields = holders(hash, now, true)
 local held = {fields[owner], fields[seqField], fields[expField]}
 if held[1] and tonumber(held[2]) >= seq then
-    return {2, 0}
+    return {STALE, 0}
 end
 if tonumber(redis.call('hget', fences, owner) or '0') >= seq then
-    return {2, 0}
+    return {STALE, 0}
 end
 fence(fences, owner, superseded, ARGV[6])
 
@@ -55,9 +60,9 @@ if live - mine + count > tonumber(redis.call('get', permits) or '0') then
         redis.call('hset', hash, 'waiters', 1)
     end
     if earliest then
-        return {0, earliest - now}
+        return {REFUSED, earliest - now}
     end
-    return {0, -1}
+    return {REFUSED, -1}
 end
 local lease = tonumber(ARGV[4])
 local ends = now + lease
@@ -69,4 +74,4 @@ if ARGV[7] == '1' then
     redis.call('hset', hash, 'waiters', 1)
 end
 lengthen(hash, lease)
-return {1, count, 0}
+return {GRANTED, count, 0}

@@ -1,10 +1,12 @@
 #!lua flags=no-writes
+--@include lease.lua
+--@include holders.lua
 -- semaphore_available: how many permits of a semaphore are free.
 --
 -- KEYS[1] holders hash      P{N}:semaphore (see holders.lua)
 -- KEYS[2] permits           P{N}:semaphore:permits
 --
--- Reply: the permits minus those that live holders hold; below 0 when
+-- Reply (a number, not a code): the permits minus those that live holders hold; below 0 when
 -- permits were taken away (AddPermits with n < 0) while held. Holders
 -- whose lease passed count as gone. Read-only.
 local live = 0

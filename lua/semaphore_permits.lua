@@ -8,8 +8,8 @@
 -- ARGV[2] n
 -- ARGV[3] publish command   'publish', or 'spublish' on a Cluster
 --
--- Reply: set: 1 when it set them, 0 when they were set already
---        add: the permits after the call
+-- Reply (a number, not a code): set: 1 when it set them, 0 when they
+--        were set already; add: the permits after the call
 --
 -- Permits that came (set, or added n > 0) wake every waiter: a waiter
 -- refused before any holder existed marked nothing that a release would

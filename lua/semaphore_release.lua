@@ -1,4 +1,8 @@
 #!lua flags=allow-oom
+--@include codes.lua
+--@include lease.lua
+--@include fence.lua
+--@include holders.lua
 -- semaphore_release: set the permits one owner holds lower, exactly once,
 -- and tell waiters when permits came back. It takes release.lua's KEYS,
 -- ARGV and replies.
@@ -15,11 +19,11 @@
 -- ARGV[5] superseded        the highest seq of F whose reply never came, or 0
 -- ARGV[6] fence life in ms
 --
--- Reply: {0, 0}     F holds no permit (also when its lease passed, or the
---                   key is not a semaphore)
---        {1, count} F still holds count permits
---        {2, 0}     F holds no permit any more
---        {3, 0}     stale: a superseded copy; nothing was done
+-- Reply: {NOT_HELD, 0}        F holds no permit (also when its lease
+--                            passed, or the key is not a semaphore)
+--        {STILL_HELD, count}  F still holds count permits
+--        {FREED, 0}           F holds no permit any more
+--        {STALE, 0}           a superseded copy; nothing was done
 --
 -- When permits came back (this owner's, or expired holders' dropped on the
 -- way) and someone waits, the channel is told: 'unlocked' wakes one waiter
@@ -31,24 +35,24 @@ local seqField = owner .. '#seq'
 
 if redis.call('type', hash).ok ~= 'hash' then
     fence(fences, owner, superseded, ARGV[6])
-    return {0, 0}
+    return {NOT_HELD, 0}
 end
 local live, _, freed, fields = holders(hash, nowMs(), true)
 local held = {fields[owner], fields[seqField], fields.waiters}
-local reply = {0, 0}
+local reply = {NOT_HELD, 0}
 if held[1] then
     if tonumber(held[2]) >= seq then
-        return {3, 0}
+        return {STALE, 0}
     end
     local left = tonumber(ARGV[3])
     freed = freed + math.max(tonumber(held[1]) - left, 0)
     live = live - tonumber(held[1]) + left
     if left > 0 then
         redis.call('hset', hash, owner, left, seqField, seq)
-        reply = {1, left}
+        reply = {STILL_HELD, left}
     else
         redis.call('hdel', hash, owner, seqField, owner .. '#exp')
-        reply = {2, 0}
+        reply = {FREED, 0}
     end
 end
 fence(fences, owner, superseded, ARGV[6])

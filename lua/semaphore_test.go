@@ -55,32 +55,32 @@ func semAvailable(t *testing.T, rc rueidis.Client, k keys.Keys) int64 {
 func TestSemaphoreScripts(t *testing.T) {
 	rc := redistest.Shared(t).Client(t)
 	k := keys.NewSemaphore("test:", uniqueName(t))
-	assert.Equal(t, []int64{0, -1}, semCall{owner: "a", seq: 1, lease: 30000}.acquire(t, rc, k), "no permits set: refused, nobody to wait for")
+	assert.Equal(t, reply(lua.Refused, -1), semCall{owner: "a", seq: 1, lease: 30000}.acquire(t, rc, k), "no permits set: refused, nobody to wait for")
 	require.NoError(t, rc.Do(t.Context(), rc.B().Set().Key(k.Token).Value("2").Build()).Error())
 
-	assert.Equal(t, []int64{1, 1, 0}, semCall{owner: "a", seq: 2, count: 1, lease: 300}.acquire(t, rc, k))
-	assert.Equal(t, []int64{1, 1, 0}, semCall{owner: "b", seq: 3, count: 1, lease: 30000}.acquire(t, rc, k))
+	assert.Equal(t, reply(lua.Granted, 1, 0), semCall{owner: "a", seq: 2, count: 1, lease: 300}.acquire(t, rc, k))
+	assert.Equal(t, reply(lua.Granted, 1, 0), semCall{owner: "b", seq: 3, count: 1, lease: 30000}.acquire(t, rc, k))
 	assert.Equal(t, int64(0), semAvailable(t, rc, k))
 	refused := semCall{owner: "c", seq: 4, count: 1, lease: 30000}.acquire(t, rc, k)
 	require.Len(t, refused, 2)
-	assert.Equal(t, int64(0), refused[0])
+	assert.Equal(t, lua.Refused, lua.Code(refused[0]))
 	assert.InDelta(t, 300, refused[1], 100, "the wait is until a's lease ends, the earliest")
 
 	// A re-entry of b needs a free permit too.
-	assert.Equal(t, int64(0), semCall{owner: "b", seq: 5, count: 2, lease: 30000}.acquire(t, rc, k)[0])
+	assert.Equal(t, lua.Refused, lua.Code(semCall{owner: "b", seq: 5, count: 2, lease: 30000}.acquire(t, rc, k)[0]))
 
 	time.Sleep(350 * time.Millisecond) // a's own lease passes; the key lives on for b
 	assert.Equal(t, int64(1), semAvailable(t, rc, k), "a expired: its permit is free")
-	assert.Equal(t, []int64{1, 2, 0}, semCall{owner: "b", seq: 6, count: 2, lease: 30000}.acquire(t, rc, k), "b takes it")
-	assert.Equal(t, []int64{0, 0}, semCall{owner: "a", seq: 7, count: 0}.release(t, rc, k), "a holds nothing any more")
+	assert.Equal(t, reply(lua.Granted, 2, 0), semCall{owner: "b", seq: 6, count: 2, lease: 30000}.acquire(t, rc, k), "b takes it")
+	assert.Equal(t, reply(lua.NotHeld, 0), semCall{owner: "a", seq: 7, count: 0}.release(t, rc, k), "a holds nothing any more")
 
 	// A release whose reply was lost, resent: it counts once.
 	lost := semCall{owner: "b", seq: 8, count: 1}
-	assert.Equal(t, []int64{1, 1}, lost.release(t, rc, k))
-	assert.Equal(t, []int64{1, 1}, semCall{owner: "b", seq: 9, count: 1, superseded: 8}.release(t, rc, k), "absolute counts")
-	assert.Equal(t, []int64{3, 0}, lost.release(t, rc, k), "the late copy is stale")
+	assert.Equal(t, reply(lua.StillHeld, 1), lost.release(t, rc, k))
+	assert.Equal(t, reply(lua.StillHeld, 1), semCall{owner: "b", seq: 9, count: 1, superseded: 8}.release(t, rc, k), "absolute counts")
+	assert.Equal(t, reply(lua.Stale, 0), lost.release(t, rc, k), "the late copy is stale")
 	assert.Equal(t, int64(1), semAvailable(t, rc, k))
-	assert.Equal(t, []int64{2, 0}, semCall{owner: "b", seq: 10, count: 0}.release(t, rc, k))
+	assert.Equal(t, reply(lua.Freed, 0), semCall{owner: "b", seq: 10, count: 0}.release(t, rc, k))
 	assert.Equal(t, int64(2), semAvailable(t, rc, k))
 	assertGone(t, rc, k.Hash)
 	n, err := rc.Do(t.Context(), rc.B().Get().Key(k.Token).Build()).AsInt64()

@@ -1,5 +1,5 @@
--- token: the fencing counter's helpers, shared by the acquire scripts;
--- scripts.go puts it after their first line (the shebang).
+-- token: the fencing counter's helpers, for hold.lua, queue.lua, rw.lua
+-- and the read-write lock's acquire scripts.
 --
 -- The counter starts from the server clock in microseconds whenever it is
 -- missing (first acquire, or Redis lost it), so that tokens keep

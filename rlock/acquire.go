@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/rlock/rlock/lua"
 )
 
 // waitForever as a wait means: until ctx is done.
@@ -204,15 +206,16 @@ func (l *lock) acquireCall(field string, count int, set time.Duration, waiting b
 	}
 }
 
-// parseGrant reads the acquire script's reply: {1, count, token}, {0, pttl}
-// or {2, 0} (a stale copy, never the answer to a live request).
+// parseGrant reads the acquire script's reply: {Granted, count, token},
+// {Refused, pttl} or {Stale, 0} (a stale copy, never the answer to a live
+// request).
 func parseGrant(reply []int64) (grant, error) {
 	switch {
-	case len(reply) == 3 && reply[0] == 1 && reply[1] > 0 && reply[1] <= math.MaxInt32:
+	case len(reply) == 3 && reply[0] == int64(lua.Granted) && reply[1] > 0 && reply[1] <= math.MaxInt32:
 		return grant{acquired: true, count: int(reply[1]), token: reply[2]}, nil
-	case len(reply) == 2 && reply[0] == 0:
+	case len(reply) == 2 && reply[0] == int64(lua.Refused):
 		return grant{pttl: fromMillis(reply[1])}, nil
-	case len(reply) == 2 && reply[0] == 2:
+	case len(reply) == 2 && reply[0] == int64(lua.Stale):
 		return grant{}, errStale
 	}
 	return grant{}, fmt.Errorf("rlock: unexpected acquire reply %v", reply)

@@ -324,8 +324,8 @@
 // # For maintainers: where things live
 //
 // The package is one engine and thin primitives on it. Each file holds one
-// concept: client.go (the Client, New, Close), lock.go (a named resource
-// and the lock engine's handle), kind.go (what a primitive supplies),
+// concept: client.go (the Client, New, Close), lock.go (a named resource,
+// the lock engine's handle, and the read-only queries), kind.go (what a primitive supplies),
 // owner.go (ownership in the context), turn.go (an owner's turn on a lock),
 // request.go (the request protocol: sequence numbers, resends, WAIT),
 // acquire.go (taking a hold), release.go (the one way back to a lower
@@ -336,37 +336,35 @@
 // fairmutex.go with fairqueue.go, semaphore.go, latch.go, multilock.go
 // with multihold.go; inspect.go reads a lock for operators.
 //
-// How a Lock travels (uncontended), top-down:
+// How a Lock travels (uncontended). acquire.go is the spine, its functions
+// in the order they run; each other file is entered once, at its step:
 //
-//	mutex.go    Mutex.Lock → engine
-//	acquire.go  lock.acquire → begin
-//	lock.go       resource.check (Client.usable), lock.holdID (Client.field)
-//	owner.go      withOwner: the owner the context carries, or a new one
-//	hooks.go      traceAcquire (nothing without hooks)
-//	acquire.go    attempt
-//	turn.go         Client.take: the owner's turn on the lock
-//	acquire.go      ask → acquireCall
-//	request.go        Client.exchange: stamp seq/superseded, EVALSHA, resend
-//	acquire.go        parseGrant, keep
-//	hold.go             newHold (HoldStart), hold.record → watchdog.Add
-//	acquire.go      bound → hold.bind: the lock context
-//	turn.go         Client.give
-//	acquire.go    end → acquireTrace.end (hooks.go)
+//	mutex.go     Mutex.Lock → lock.acquire
+//	acquire.go   acquire → begin
+//	lock.go        resource.check: a usable handle, a Client not closed
+//	owner.go       withOwner: the context's owner, or a new one; field
+//	hooks.go       traceAcquire (and acquireTrace.end at the last step)
+//	acquire.go   attempt
+//	turn.go        Client.take: the owner's turn (and Client.give after)
+//	acquire.go   ask → acquireCall
+//	request.go     Client.exchange: stamp seq and superseded, EVALSHA
+//	acquire.go   parseGrant → keep
+//	hold.go        newHold (HoldStart), hold.record → watchdog.Add
+//	acquire.go   bound → hold.bind: the lock context; end
 //
 // When the first attempt finds the lock held, acquire goes on in wait.go
 // (waitOnChannel: pubsub.Subscriber.SubscribeAs, then attempt again on each
 // wake-up) or, for FairMutex, in fairqueue.go (waitInQueue).
 //
-// How an Unlock travels:
+// How an Unlock travels (release.go is its spine):
 //
-//	mutex.go    Mutex.Unlock → engine
-//	release.go  lock.unlock → leaveLevel (traceRelease, hooks.go)
-//	turn.go       Client.take
-//	release.go    release → releaseCall
-//	request.go      Client.exchange
-//	release.go      parseRelease
-//	hold.go         hold.finish (at 0): lifetime.end, watchdog.Remove, HoldEnd
-//	turn.go       Client.give
+//	mutex.go     Mutex.Unlock → lock.unlock
+//	release.go   unlock → leaveLevel (traceRelease in hooks.go)
+//	turn.go        Client.take (and Client.give after)
+//	release.go   release → releaseCall
+//	request.go     Client.exchange
+//	release.go   parseRelease
+//	hold.go        hold.finish at 0: lifetime.end, watchdog.Remove, HoldEnd
 //
 // How a watchdog round travels: watchdog/watchdog.go run wakes at a tick
 // → round.go renew: wheel.drain (wheel.go) takes the holds due, batch cuts
@@ -377,13 +375,13 @@
 // # For maintainers: adding a primitive
 //
 //  1. Write its scripts in lua/: an acquire and a release that take the
-//     request layout (acquireCall, releaseCall) and answer with the codes
-//     the decoders read (parseGrant, parseRelease); register them in
-//     lua/scripts.go.
+//     request layout (acquireCall, releaseCall), --@include their helpers,
+//     and answer with the codes of lua/codes.lua that the decoders read
+//     (parseGrant, parseRelease); declare them in lua/scripts.go.
 //  2. Give it a key set in internal/keys if it must not share the lock's.
 //  3. In its own file, declare its kind (the one registration):
-//     var fooKind = &kind{name: "foo", acquire: script{run: lua.FooAcquire,
-//     src: lua.FooAcquireSource}, release: script{run: lua.FooRelease}}.
+//     var fooKind = &kind{name: "foo", acquire: lua.FooAcquire,
+//     release: lua.FooRelease}.
 //  4. Its type embeds (or holds) a lock made by newLock(c, name, fooKind,
 //     keys.CheckName(name), keys.New(c.prefix(), name)); its verbs call the
 //     engine: lock.acquire, lock.unlock, lock.forceUnlock, the queries.

@@ -44,8 +44,8 @@ func (c *Client) FairMutex(name string) *FairMutex {
 // in the order it queued (queueWait).
 var fairKind = &kind{
 	name:    "fairmutex",
-	acquire: script{run: lua.FairAcquire, src: lua.FairAcquireSource},
-	release: script{run: lua.FairRelease},
+	acquire: lua.FairAcquire,
+	release: lua.FairRelease,
 }
 
 // engine returns f's lock engine, nilLock for a nil handle (see Mutex.engine).

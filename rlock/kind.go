@@ -1,5 +1,7 @@
 package rlock
 
+import "github.com/rlock/rlock/lua"
+
 // kind is what a lock-like primitive supplies to the engine: the scripts
 // that take and leave one owner's hold, the suffix of the owner's hash
 // field, and the name the hooks report. It is data only: how the engine
@@ -12,9 +14,9 @@ package rlock
 // a kind supplies is a function value or an interface, so a call on one
 // primitive never runs another primitive's code.
 type kind struct {
-	name    string // what the hooks call it: "mutex"
-	acquire script // takes or re-enters a hold
-	release script // sets a hold's count lower, freeing the lock at 0
+	name    string      // what the hooks call it: "mutex"
+	acquire *lua.Script // takes or re-enters a hold
+	release *lua.Script // sets a hold's count lower, freeing the lock at 0
 	// suffix ends the owner's hash field: two kinds of hold on one lock
 	// (read and write) are two fields, two turns and two holds.
 	suffix string

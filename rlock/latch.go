@@ -146,13 +146,13 @@ func (l *resource) countDown(ctx context.Context, t *turn, first string, down bo
 		keys: []string{k.Hash, k.Channel, k.Fence},
 		args: []string{l.c.id, "", first, flag(down), "", l.c.fenceMs, l.c.publish},
 	}
-	reply, _, _, err := l.c.exchange(ctx, t, script{run: lua.LatchCountDown}, call, false)
+	reply, _, _, err := l.c.exchange(ctx, t, lua.LatchCountDown, call, false)
 	switch {
 	case err != nil:
 		return false, fmt.Errorf("rlock: count down: %w", err)
-	case len(reply) == 2 && (reply[0] == 0 || reply[0] == 1):
-		return reply[0] == 1, nil
-	case len(reply) == 2 && reply[0] == 2:
+	case len(reply) == 2 && (reply[0] == int64(lua.NotCounted) || reply[0] == int64(lua.Counted)):
+		return reply[0] == int64(lua.Counted), nil
+	case len(reply) == 2 && reply[0] == int64(lua.Stale):
 		return false, errStale
 	}
 	return false, fmt.Errorf("rlock: unexpected count down reply %v", reply)

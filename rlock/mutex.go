@@ -28,8 +28,8 @@ type Mutex struct {
 // mutexKind is Mutex's: one reentrant owner at a time.
 var mutexKind = &kind{
 	name:    "mutex",
-	acquire: script{run: lua.Acquire, src: lua.AcquireSource},
-	release: script{run: lua.Release},
+	acquire: lua.Acquire,
+	release: lua.Release,
 }
 
 // engine returns m's lock engine, nilLock for a nil handle: the engine's

@@ -13,9 +13,9 @@ import (
 type released int64
 
 const (
-	notHeld   released = 0 // the owner did not hold the lock
-	stillHeld released = 1 // levels remain
-	freed     released = 2 // no level left: the lock is free
+	notHeld   = released(lua.NotHeld)   // the owner did not hold the lock
+	stillHeld = released(lua.StillHeld) // levels remain
+	freed     = released(lua.Freed)     // no level left: the lock is free
 )
 
 // Every way back to a lower hold count goes through release, one request
@@ -156,7 +156,7 @@ func (l *lock) releaseCall(field string, target int) scriptCall {
 }
 
 // parseRelease reads the release script's reply: {outcome, count left}, or
-// {3, 0} for a stale copy, which a live request never gets.
+// {Stale, 0} for a stale copy, which a live request never gets.
 func parseRelease(reply []int64) (released, int, error) {
 	switch {
 	case len(reply) != 2:
@@ -164,7 +164,7 @@ func parseRelease(reply []int64) (released, int, error) {
 		return stillHeld, int(reply[1]), nil
 	case (reply[0] == int64(notHeld) || reply[0] == int64(freed)) && reply[1] == 0:
 		return released(reply[0]), 0, nil
-	case reply[0] == 3:
+	case reply[0] == int64(lua.Stale):
 		return 0, 0, errStale
 	}
 	return 0, 0, fmt.Errorf("rlock: unexpected release reply %v", reply)

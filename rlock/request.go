@@ -29,14 +29,6 @@ import (
 // unknown or that Redis refused for a passing reason.
 const resendBackoff = 20 * time.Millisecond
 
-// script is one of the request scripts: run sends it with EVALSHA and
-// falls back to EVAL; src is its text for the replica-acknowledged path,
-// which pipelines it with WAIT itself.
-type script struct {
-	run *rueidis.Lua
-	src lua.Source
-}
-
 // scriptCall is one call of a kind's acquire or release script: its KEYS
 // and ARGV, in the one layout every kind's scripts take (lua/doc.go). A
 // script reads what it needs of them: only the fair lock's read the queue.
@@ -46,14 +38,14 @@ type scriptCall struct {
 	keys, args []string
 }
 
-// exchange sends call to s as a request of turn t, whose turn the caller
+// exchange sends call to script s as a request of turn t, whose turn the caller
 // has: it stamps every call with a fresh sequence number and the one it
 // supersedes (args[1] and args[4]), and sends it again after a lost reply
 // or a passing refusal until ctx is done. With acked, each call is sent
 // with WAIT for the Client's replicas (WithReplicaAck), and acks says how
 // many acknowledged. It returns the script's reply and when the request
 // was first sent.
-func (c *Client) exchange(ctx context.Context, t *turn, s script, call scriptCall, acked bool) (reply []int64, acks int64, sent time.Time, err error) {
+func (c *Client) exchange(ctx context.Context, t *turn, s *lua.Script, call scriptCall, acked bool) (reply []int64, acks int64, sent time.Time, err error) {
 	sent = time.Now()
 	var timer *time.Timer // made on the first resend: most requests need none
 	var last error
@@ -61,9 +53,9 @@ func (c *Client) exchange(ctx context.Context, t *turn, s script, call scriptCal
 		seq := c.seq.Add(1)
 		call.args[1], call.args[4] = strconv.FormatUint(seq, 10), strconv.FormatUint(t.unsettled, 10)
 		if acked {
-			reply, acks, err = c.execAcked(ctx, s.src, call)
+			reply, acks, err = c.execAcked(ctx, s, call)
 		} else {
-			reply, err = s.run.Exec(ctx, c.rc, call.keys, call.args).AsIntSlice()
+			reply, err = s.Exec(ctx, c.rc, call.keys, call.args).AsIntSlice()
 		}
 		switch {
 		case err == nil:
@@ -93,19 +85,19 @@ func (c *Client) exchange(ctx context.Context, t *turn, s script, call scriptCal
 	}
 }
 
-// execAcked sends one call of src and WAIT in one round trip on one
+// execAcked sends one call of s and WAIT in one round trip on one
 // dedicated connection (WAIT counts only the writes of its own
 // connection), and returns the script's reply and how many replicas
 // acknowledged the writes made up to it. On a Cluster both go to the node
 // of the lock's slot.
-func (c *Client) execAcked(ctx context.Context, src lua.Source, call scriptCall) (reply []int64, acks int64, err error) {
+func (c *Client) execAcked(ctx context.Context, s *lua.Script, call scriptCall) (reply []int64, acks int64, err error) {
 	err = c.rc.Dedicated(func(dc rueidis.DedicatedClient) error {
-		res := dc.DoMulti(ctx, src.EvalSHA(dc.B(), call.keys, call.args), c.waitCommand(dc))
+		res := dc.DoMulti(ctx, s.EvalSHA(dc.B(), call.keys, call.args), c.waitCommand(dc))
 		if re, ok := rueidis.IsRedisErr(res[0].Error()); ok && re.IsNoScript() {
-			res = dc.DoMulti(ctx, src.Eval(dc.B(), call.keys, call.args), c.waitCommand(dc))
+			res = dc.DoMulti(ctx, s.Eval(dc.B(), call.keys, call.args), c.waitCommand(dc))
 		}
 		if reply, err = res[0].AsIntSlice(); err != nil {
-			return err
+			return s.MapError(err)
 		}
 		if acks, err = res[1].AsInt64(); err != nil {
 			return fmt.Errorf("rlock: wait for replicas: %w", err)

@@ -44,14 +44,14 @@ type RWMutex struct {
 var (
 	readKind = &kind{
 		name:    "rwmutex.read",
-		acquire: script{run: lua.RWReadAcquire, src: lua.RWReadAcquireSource},
-		release: script{run: lua.RWReadRelease},
+		acquire: lua.RWReadAcquire,
+		release: lua.RWReadRelease,
 		suffix:  ":r",
 	}
 	writeKind = &kind{
 		name:    "rwmutex.write",
-		acquire: script{run: lua.RWWriteAcquire, src: lua.RWWriteAcquireSource},
-		release: script{run: lua.RWWriteRelease},
+		acquire: lua.RWWriteAcquire,
+		release: lua.RWWriteRelease,
 		suffix:  ":w",
 	}
 )

@@ -34,8 +34,8 @@ type Semaphore struct {
 // a lease of its own beside its peers'.
 var semaphoreKind = &kind{
 	name:    "semaphore",
-	acquire: script{run: lua.SemaphoreAcquire, src: lua.SemaphoreAcquireSource},
-	release: script{run: lua.SemaphoreRelease},
+	acquire: lua.SemaphoreAcquire,
+	release: lua.SemaphoreRelease,
 }
 
 // Semaphore returns a handle on the semaphore called name. Handles are

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/rlock/rlock/internal/slot"
+	"github.com/rlock/rlock/lua"
 )
 
 // round is the working memory of one renewal round. The watchdog goroutine
@@ -105,6 +106,7 @@ func (w *Watchdog) tally(ctx context.Context, r *round, replies []rueidis.RedisR
 		batch := holds[:len(exec.Keys)]
 		holds = holds[len(exec.Keys):]
 		renewed, err := replies[b].AsIntSlice()
+		err = lua.Renew.MapError(err) // a script error names its file and line
 		if err == nil && len(renewed) != len(batch) {
 			err = fmt.Errorf("watchdog: renew replied %d results for %d keys", len(renewed), len(batch))
 		}

@@ -44,7 +44,7 @@ func (w *Watchdog) sendChunk(ctx context.Context, execs []rueidis.LuaExec, out [
 	defer cancel()
 	cmds := make(rueidis.Commands, 0, len(execs))
 	for _, e := range execs {
-		cmds = append(cmds, lua.RenewSource.EvalSHA(w.rc.B(), e.Keys, e.Args).ToRetryable())
+		cmds = append(cmds, lua.Renew.EvalSHA(w.rc.B(), e.Keys, e.Args).ToRetryable())
 	}
 	replies := w.rc.DoMulti(ctx, cmds...)
 	var missing []int
@@ -59,7 +59,7 @@ func (w *Watchdog) sendChunk(ctx context.Context, execs []rueidis.LuaExec, out [
 	}
 	cmds = cmds[:0]
 	for _, i := range missing {
-		cmds = append(cmds, lua.RenewSource.Eval(w.rc.B(), execs[i].Keys, execs[i].Args).ToRetryable())
+		cmds = append(cmds, lua.Renew.Eval(w.rc.B(), execs[i].Keys, execs[i].Args).ToRetryable())
 	}
 	for j, r := range w.rc.DoMulti(ctx, cmds...) {
 		out[missing[j]] = r
