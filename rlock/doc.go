@@ -359,7 +359,7 @@
 // How an Unlock travels (release.go is its spine):
 //
 //	mutex.go     Mutex.Unlock → lock.unlock
-//	release.go   unlock → leaveLevel (traceRelease in hooks.go)
+//	release.go   unlock → unlockLevel (traceRelease in hooks.go)
 //	turn.go        Client.take (and Client.give after)
 //	release.go   release → releaseCall
 //	request.go     Client.exchange

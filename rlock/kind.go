@@ -3,7 +3,7 @@ package rlock
 import "github.com/rlock/rlock/lua"
 
 // kind is what a lock-like primitive supplies to the engine: the scripts
-// that take and leave one owner's hold, the suffix of the owner's hash
+// that take and release one owner's hold, the suffix of the owner's hash
 // field, and the name the hooks report. It is data only: how the engine
 // calls the scripts is one layout for every kind (scriptCall), and how
 // their replies read is one decoder (parseGrant, parseRelease), because

@@ -72,7 +72,7 @@ func (r *resource) wrap(err error) error {
 }
 
 // lock is a resource that owners hold: the engine that every lock-like
-// primitive runs on. Its kind says which scripts take and leave a hold;
+// primitive runs on. Its kind says which scripts take and release a hold;
 // see kind.go.
 type lock struct {
 	resource

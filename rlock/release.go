@@ -31,13 +31,13 @@ func (l *lock) unlock(ctx context.Context) error {
 		return l.wrap(err)
 	}
 	t := l.traceRelease(ctx)
-	err := l.leaveLevel(ctx, &t)
+	err := l.unlockLevel(ctx, &t)
 	t.end(l, err)
 	return err
 }
 
-// leaveLevel is unlock's request, reported to t.
-func (l *lock) leaveLevel(ctx context.Context, tr *releaseTrace) error {
+// unlockLevel is unlock's request, reported to t.
+func (l *lock) unlockLevel(ctx context.Context, tr *releaseTrace) error {
 	o, ok := ownerFrom(ctx)
 	if !ok {
 		return l.wrap(ErrNotHeld)
