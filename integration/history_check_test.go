@@ -42,6 +42,7 @@ type holdKey struct {
 // verdict is what the checks found in one run's history.
 type verdict struct {
 	ops, holds, sections, lost, staleRejected int
+	unfinished                                int // calls a killed process left unfinished (completeCalls)
 	// margin is the least time from a holder seeing its lock lost to the
 	// next holder's acquire returning, over holds that were not released
 	// after all; -1 without such a loss.
@@ -56,6 +57,7 @@ func (v *verdict) add(o verdict) {
 	v.sections += o.sections
 	v.lost += o.lost
 	v.staleRejected += o.staleRejected
+	v.unfinished += o.unfinished
 	if v.margin < 0 || (o.margin >= 0 && o.margin < v.margin) {
 		v.margin = o.margin
 	}
@@ -100,6 +102,9 @@ func checkRecords(ops []Op, v *verdict) {
 	for _, op := range ops {
 		if op.Kind == opAnomaly {
 			v.violate("anomaly: %s: %s at %s", op.Owner, op.Detail, stamp(op.Start))
+		}
+		if op.Unfinished {
+			v.unfinished++
 		}
 	}
 	v.violations = append(v.violations, checkUnfinished(ops, killTimes(ops))...)
