@@ -42,6 +42,7 @@ type holdKey struct {
 // verdict is what the checks found in one run's history.
 type verdict struct {
 	ops, holds, sections, lost, staleRejected int
+	unfinished                                int // calls a killed process left unfinished (completeCalls)
 	// margin is the least time from a holder seeing its lock lost to the
 	// next holder's acquire returning, over holds that were not released
 	// after all; -1 without such a loss.
@@ -56,6 +57,7 @@ func (v *verdict) add(o verdict) {
 	v.sections += o.sections
 	v.lost += o.lost
 	v.staleRejected += o.staleRejected
+	v.unfinished += o.unfinished
 	if v.margin < 0 || (o.margin >= 0 && o.margin < v.margin) {
 		v.margin = o.margin
 	}
@@ -73,14 +75,12 @@ type storeState struct {
 }
 
 // checkHistory runs every check over a merged history, giving porcupine
-// linearizeWithin.
+// linearizeWithin. Invocations are paired with their completions first
+// (completeCalls), so a history may come raw or paired.
 func checkHistory(ops []Op, store storeState, linearizeWithin time.Duration) verdict {
+	ops = completeCalls(ops)
 	v := verdict{ops: len(ops), margin: -1}
-	for _, op := range ops {
-		if op.Kind == opAnomaly {
-			v.violate("anomaly: %s: %s at %s", op.Owner, op.Detail, stamp(op.Start))
-		}
-	}
+	checkRecords(ops, &v)
 	holds := buildHolds(ops, &v)
 	v.holds = len(holds)
 	for _, h := range holds {
@@ -96,7 +96,28 @@ func checkHistory(ops []Op, store storeState, linearizeWithin time.Duration) ver
 	return v
 }
 
+// checkRecords reports what the history says outright: anomalies the
+// workers saw, and calls left unfinished where no kill explains it.
+func checkRecords(ops []Op, v *verdict) {
+	for _, op := range ops {
+		if op.Kind == opAnomaly {
+			v.violate("anomaly: %s: %s at %s", op.Owner, op.Detail, stamp(op.Start))
+		}
+		if op.Unfinished {
+			v.unfinished++
+		}
+	}
+	v.violations = append(v.violations, checkUnfinished(ops, killTimes(ops))...)
+}
+
 // buildHolds turns the history into hold windows, ordered by acquire start.
+//
+// A hold's window ends at the Start of its final release, completed or
+// not: a release whose process was killed while it was out (unfinished,
+// see completeCalls) may have freed the lock at any moment from its Start
+// on, as one that returned may have. Only an acquire that returned opens a
+// window; one left unfinished opens none, so it cannot hide an overlap
+// between windows that the history does show.
 //
 // A holder whose process the harness froze (SIGSTOP) cannot act while
 // frozen; if, once thawed, it saw its loss before doing anything in the
@@ -115,14 +136,13 @@ func buildHolds(ops []Op, v *verdict) []*holdWindow {
 		}
 	}
 	var freezes []Op
-	kills := map[string]int64{} // when each killed process died
+	kills := killTimes(ops) // when each killed process was dead
 	for _, op := range ops {
 		switch op.Kind {
 		case opFreeze:
 			freezes = append(freezes, op)
 			continue
 		case opKill:
-			kills[op.Proc] = op.End
 			continue
 		}
 		h := holds[holdKey{op.Owner, op.Token}]

@@ -23,12 +23,11 @@ type rwVerdict struct {
 // an RWMutex run: the Mutex checks where they hold for writers alone
 // (tokens, fenced writes, the counter), and the reader-writer exclusion.
 func checkRWHistory(ops []Op, store storeState) rwVerdict {
+	ops = completeCalls(ops)
 	v := rwVerdict{verdict: verdict{ops: len(ops), margin: -1}}
+	checkRecords(ops, &v.verdict)
 	for _, op := range ops {
-		switch {
-		case op.Kind == opAnomaly:
-			v.violate("anomaly: %s: %s at %s", op.Owner, op.Detail, stamp(op.Start))
-		case op.Kind == opRead && op.Outcome == outOK:
+		if op.Kind == opRead && op.Outcome == outOK {
 			v.reads++
 		}
 	}

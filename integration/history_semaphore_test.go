@@ -3,6 +3,7 @@ package integration
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 
@@ -15,9 +16,12 @@ import (
 // A worker believes it holds a permit from the end of an acquire that
 // returned one until the start of its release, or until its permit context
 // ended with ErrLockLost (opLost), or until its process was killed (an
-// opKill of that process), whichever comes first. Acquires that failed or
-// returned an error believe nothing: rlock settles a given-up request, and
-// the run checks afterwards that all permits are free again.
+// opKill of that process), whichever comes first. A release invoked but
+// left unfinished by the kill (see completeCalls) ends the belief at its
+// start too: it may have given the permit back from then on. Acquires that
+// failed, returned an error or never returned believe nothing: rlock
+// settles a given-up request, and the run checks afterwards that all
+// permits are free again.
 
 // permitWindow is one permit some worker believed it held.
 type permitWindow struct {
@@ -38,6 +42,15 @@ type semaphoreVerdict struct {
 // checkSemaphore checks ops against a semaphore of permits; runEnd closes
 // the windows of permits still held when the run stopped.
 func checkSemaphore(ops []Op, permits int, runEnd int64) semaphoreVerdict {
+	ops = completeCalls(ops)
+	var v semaphoreVerdict
+	// A semaphore run records its kill when it sends SIGKILL, not once the
+	// process is dead: any call of a killed process may be unfinished.
+	dead := map[string]int64{}
+	for proc := range killTimes(ops) {
+		dead[proc] = math.MaxInt64
+	}
+	v.violations = checkUnfinished(ops, dead)
 	windows, kills := permitWindows(ops, runEnd)
 	type edge struct {
 		at    int64
@@ -57,7 +70,6 @@ func checkSemaphore(ops []Op, permits int, runEnd int64) semaphoreVerdict {
 		}
 		return a.delta - b.delta
 	})
-	var v semaphoreVerdict
 	full := []int64{} // instants at which all permits were held
 	n := 0
 	for _, e := range edges {
@@ -148,4 +160,29 @@ func TestCheckSemaphoreSynthetic(t *testing.T) {
 	v = checkSemaphore(append(ops, acq("p", "g", 23), rel("g", 50)), 3, 100)
 	assert.Empty(t, v.violations)
 	assert.Equal(t, []int64{4}, v.comeback, "d, f and g held all 3 at 23, 4 after the kill")
+}
+
+// TestCheckSemaphoreUnfinishedRelease: on one permit, a worker of the
+// killed process c0 invokes its release, which gives the permit back, and
+// another worker of c0 takes it before the kill, the release never having
+// returned. With its invocation recorded, the first belief ends where the
+// release began; without, it lasts until the kill, and the two overlap.
+func TestCheckSemaphoreUnfinishedRelease(t *testing.T) {
+	shape := func(invoked bool) []Op {
+		ops := []Op{{Kind: opAcquire, Proc: "c0", Owner: "x", Start: 5, End: 10, Outcome: outOK}}
+		if invoked {
+			ops = append(ops, Op{Kind: opRelease, Proc: "c0", Owner: "x", Start: 12, Final: true, Call: 1, Outcome: outInvoked})
+		}
+		return append(ops,
+			Op{Kind: opAcquire, Proc: "c0", Owner: "y", Start: 8, End: 14, Outcome: outOK},
+			Op{Kind: opKill, Proc: "c0", Start: 20, End: 20},
+			Op{Kind: opAcquire, Proc: "p", Owner: "z", Start: 21, End: 30, Outcome: outOK},
+			Op{Kind: opRelease, Proc: "p", Owner: "z", Start: 40, End: 41, Outcome: outOK})
+	}
+	assert.Empty(t, checkSemaphore(shape(true), 1, 100).violations, "x gave its permit back from 12 on")
+	assert.NotEmpty(t, checkSemaphore(shape(false), 1, 100).violations, "x and y both believed they held until the kill")
+
+	unkilled := slices.DeleteFunc(shape(true), func(op Op) bool { return op.Kind == opKill })
+	v := checkSemaphore(unkilled, 2, 100)
+	assert.Equal(t, []string{"unfinished: x release (token 0) invoked at 0.000000s never returned, and process c0 was not killed"}, v.violations)
 }

@@ -16,6 +16,7 @@ type synth struct {
 	log     []fencedEntry
 	counter int64
 	last    int64 // end of the counter's latest write
+	calls   int64 // the last call number given to an invocation
 }
 
 func procOf(owner string) string {
@@ -54,6 +55,57 @@ func (s *synth) release(owner string, token, start, end int64, outcome string) {
 
 func (s *synth) lost(owner string, token, acquireStart, at int64) {
 	s.add(opLost, owner, token, acquireStart, at, outOK)
+}
+
+// invoke adds the invocation of a call of kind by owner at start, as a
+// worker writes it before it sends the request, and returns its number.
+// The call's completion is an op with that Call (see completed); a killed
+// process leaves none.
+func (s *synth) invoke(kind, owner string, token, start int64) int64 {
+	s.calls++
+	s.add(kind, owner, token, start, 0, outInvoked).Call = s.calls
+	return s.calls
+}
+
+// invokeRelease adds the invocation of owner's final release at start.
+func (s *synth) invokeRelease(owner string, token, start int64) int64 {
+	call := s.invoke(opRelease, owner, token, start)
+	s.ops[len(s.ops)-1].Final = true
+	return call
+}
+
+// completed makes the last op added the completion of call.
+func (s *synth) completed(call int64) {
+	s.ops[len(s.ops)-1].Call = call
+}
+
+// killed adds the harness's SIGKILL of proc, dead by end.
+func (s *synth) killed(proc string, start, end int64) {
+	op := s.add(opKill, proc, 0, start, end, "")
+	op.Owner, op.Detail = "", "SIGKILL"
+}
+
+// killedMidRelease is the shape of a CI failure of
+// TestReliabilityHolderKilled/fixed-lease: two workers of the killed
+// process c0 hold in turn (tokens 132 and 133, the second's acquire
+// returning 5 ms after the first's), and the kill comes 9 ms later, before
+// the first worker's Unlock, which had freed the lock, returned. With
+// invoked, the first worker's history has the Unlock's invocation, as a
+// worker writes it before sending; without, it has nothing after the
+// section. After the kill, the second's fixed 800 ms lease runs out and a
+// worker of p takes the lock.
+func killedMidRelease(invoked bool) func(s *synth) {
+	return func(s *synth) {
+		s.acquire("c0.c0.w0.7", 132, 0, 1)
+		s.write("c0.c0.w0.7", 132, 1, 2, outOK)
+		s.section("c0.c0.w0.7", 132, 3, 4, 0)
+		if invoked {
+			s.invokeRelease("c0.c0.w0.7", 132, 4)
+		}
+		s.acquire("c0.c0.w1.4", 133, 2, 6) // the victim: it holds until the kill
+		s.killed("c0", 14, 15)
+		s.hold("p.c0.w0.9", 134, 815, 830, 1)
+	}
 }
 
 // hold is a clean hold from from to to: acquire, write, count (reading
@@ -136,6 +188,64 @@ func TestHistoryChecks(t *testing.T) {
 			s.write("c0.w0.0", 1, 150, 151, outFailed)
 			s.release("c0.w0.0", 1, 160, 161, outFailed)
 		}, nil},
+		{"KilledMidRelease", killedMidRelease(true), nil},
+		{"KilledMidReleaseUnrecorded", killedMidRelease(false), []string{"overlap", "porcupine"}},
+		{"KilledMidReleaseStillOverlapping", func(s *synth) {
+			// The release was invoked only after the next holder's acquire
+			// returned: the windows overlap until the invocation.
+			s.acquire("c0.c0.w0.7", 132, 0, 1)
+			s.acquire("c0.c0.w1.4", 133, 2, 6)
+			s.invokeRelease("c0.c0.w0.7", 132, 8)
+			s.killed("c0", 14, 15)
+			s.hold("p.c0.w0.9", 134, 815, 830, 0)
+		}, []string{"overlap", "porcupine"}},
+		{"CompletedReleaseEndsAtItsCall", func(s *synth) {
+			// A completed call's interval is its completion's: the window
+			// ends where the Unlock was called, not where its invocation
+			// was written, so the invocation loosens nothing.
+			s.acquire("p.c0.w0.0", 1, 0, 1)
+			call := s.invokeRelease("p.c0.w0.0", 1, 4)
+			s.acquire("c0.c0.w0.0", 2, 2, 6)
+			s.release("p.c0.w0.0", 1, 8, 9, outOK)
+			s.completed(call)
+			s.release("c0.c0.w0.0", 2, 20, 21, outOK)
+		}, []string{"overlap", "porcupine"}},
+		{"UnfinishedAcquireHidesNothing", func(s *synth) {
+			// A killed process's acquire never returned: it opens no
+			// window, and two holders that overlap still do.
+			s.hold("p.c0.w0.0", 1, 0, 20, 0)
+			s.invoke(opAcquire, "c0.c0.w0.0", 0, 5)
+			s.ops[len(s.ops)-1].Depth = 1
+			s.killed("c0", 30, 31)
+			s.hold("c1.c0.w0.0", 2, 10, 40, 1)
+		}, []string{"overlap", "porcupine"}},
+		{"UnfinishedCallsOfAKilledProcess", func(s *synth) {
+			// Killed while its acquire, write and section were out: each
+			// may or may not have taken effect. The write and the SET did.
+			s.acquire("c0.c0.w0.0", 1, 0, 1)
+			s.invoke(opWrite, "c0.c0.w0.0", 1, 2)
+			s.log = append(s.log, fencedEntry{token: 1, owner: "c0.c0.w0.0"})
+			s.invoke(opSection, "c0.c0.w0.0", 1, 3)
+			s.ops[len(s.ops)-1].Read = 0
+			s.counter = 1
+			s.invoke(opAcquire, "c0.c0.w1.0", 0, 4)
+			s.ops[len(s.ops)-1].Depth = 1
+			s.killed("c0", 10, 11)
+			s.hold("p.c0.w0.0", 2, 820, 830, 1)
+			s.counter = 2
+		}, nil},
+		{"UnfinishedWithoutKill", func(s *synth) {
+			// Only a kill leaves a call unfinished.
+			s.acquire("c0.c0.w0.0", 1, 0, 1)
+			s.invokeRelease("c0.c0.w0.0", 1, 4)
+			s.hold("p.c0.w0.0", 2, 10, 20, 0)
+		}, []string{"unfinished: c0.c0.w0.0 release (token 1) invoked at 0.004000s never returned, and process c0 was not killed"}},
+		{"UnfinishedAfterTheKill", func(s *synth) {
+			s.acquire("c0.c0.w0.0", 1, 0, 1)
+			s.killed("c0", 2, 3)
+			s.invokeRelease("c0.c0.w0.0", 1, 4)
+			s.hold("p.c0.w0.0", 2, 810, 820, 0)
+		}, []string{"unfinished: c0.c0.w0.0 release (token 1) invoked at 0.004000s, after its process c0 was dead at 0.003000s"}},
 		{"FrozenHolderActs", func(s *synth) {
 			// Thawed, it counts before it sees its loss.
 			s.acquire("c0.w0.0", 1, 0, 1)

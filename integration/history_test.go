@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sync"
 
@@ -16,6 +17,15 @@ import (
 // injected. Start and End are CLOCK_MONOTONIC nanoseconds (monoNow), which
 // compare across the processes of one machine, so the histories of several
 // processes merge into one.
+//
+// A call that may change the lock, the store or the counter (an acquire, a
+// release, a fenced write, a section's SET) is recorded twice, as Jepsen
+// histories are: an invocation (outcome outInvoked) written before its
+// request is sent, and its completion, written once it returned, with the
+// same Call number. A process killed in between leaves the invocation
+// alone, and completeCalls makes it a call of unknown outcome that never
+// returned. Observations (a loss seen, a read, a skipped step, an anomaly)
+// change nothing and are recorded once, complete.
 type Op struct {
 	Kind    string `json:"kind"`
 	Proc    string `json:"proc"`             // the process: "p" for the test, "c0", "c1", ... for children
@@ -31,6 +41,10 @@ type Op struct {
 	Read    int64  `json:"read,omitempty"`  // section, read: the counter value read
 	Stale   bool   `json:"stale,omitempty"` // write: made on purpose after the hold was lost
 	Detail  string `json:"detail,omitempty"`
+	Call    int64  `json:"call,omitempty"` // pairs an invocation with its completion; unique within Proc
+	// Unfinished marks, after completeCalls, a call whose process died
+	// before it returned: its outcome is unknown and its End is never.
+	Unfinished bool `json:"-"`
 }
 
 // Op kinds.
@@ -55,6 +69,7 @@ const (
 	outUnknown = "unknown" // an error left the outcome open
 	outSkipped = "skipped" // not attempted: the hold was known to be lost
 	outRefused = "refused" // acquire: taken and given back at once, unreplicated (rlock.ErrNotReplicated)
+	outInvoked = "invoked" // an invocation record: the call is about to be sent (see Op)
 )
 
 // monoNow reads CLOCK_MONOTONIC. Go's own monotonic reading is relative to
@@ -69,13 +84,16 @@ func monoNow() int64 {
 
 // recorder appends ops to a history file as JSON lines. It is safe for
 // concurrent use; the first write error is kept and returned by Close. Each
-// op is written to the file at once, in one write: a process killed with
-// SIGKILL leaves a history that ends with its last whole op.
+// op is written to the file at once, in one write and with no buffer in
+// the process: a process killed with SIGKILL leaves a history that ends
+// with its last whole op, every invocation it made before it sent a
+// request among them.
 type recorder struct {
-	mu  sync.Mutex
-	f   *os.File
-	enc *json.Encoder
-	err error
+	mu    sync.Mutex
+	f     *os.File
+	enc   *json.Encoder
+	err   error
+	calls int64 // the last call number given out
 }
 
 func createRecorder(path string) (*recorder, error) {
@@ -94,6 +112,34 @@ func (r *recorder) add(op Op) {
 	}
 }
 
+// invoke records that the call op is about to be sent: it writes op's
+// invocation, numbered as a new call, and returns op with that number, for
+// the caller to complete (End, Outcome, ...) and add once the call
+// returned. If op has a Start, the call began earlier (a section's GET,
+// whose SET is the call's effect) and both records keep it; if not, the
+// invocation's Start is now and the returned op's Start is taken again
+// after the invocation is written, right before the request goes out, so
+// that a completed call's interval is as tight as without the invocation.
+func (r *recorder) invoke(op Op) Op {
+	fresh := op.Start == 0
+	if fresh {
+		op.Start = monoNow()
+	}
+	r.mu.Lock()
+	r.calls++
+	op.Call = r.calls
+	inv := op
+	inv.End, inv.Outcome = 0, outInvoked
+	if r.err == nil {
+		r.err = r.enc.Encode(inv)
+	}
+	r.mu.Unlock()
+	if fresh {
+		op.Start = monoNow()
+	}
+	return op
+}
+
 // Close closes the history's file.
 func (r *recorder) Close() error {
 	r.mu.Lock()
@@ -101,7 +147,8 @@ func (r *recorder) Close() error {
 	return errors.Join(r.err, r.f.Close())
 }
 
-// readHistory merges the histories in paths.
+// readHistory merges the histories in paths, each call's invocation paired
+// with its completion (completeCalls).
 func readHistory(paths ...string) ([]Op, error) {
 	var ops []Op
 	for _, path := range paths {
@@ -120,5 +167,79 @@ func readHistory(paths ...string) ([]Op, error) {
 		}
 		f.Close()
 	}
-	return ops, nil
+	return completeCalls(ops), nil
+}
+
+// callKey names a call: its number is unique within its process.
+type callKey struct {
+	proc string
+	call int64
+}
+
+// completeCalls pairs each invocation in ops with its call's completion.
+// A completed call keeps its completion alone. An invocation left without
+// one, by a process that died while its request was out, becomes that
+// call with an unknown outcome that never returned (End never, Unfinished
+// set): the request may have taken effect at any moment from the
+// invocation's Start on, and the checks treat it as any call of unknown
+// outcome: a final release ends its hold's window at its Start, an acquire
+// grants no window (a window needs an acquire that returned), a write or
+// a section may or may not have been applied. checkUnfinished says where
+// an unfinished call may be. ops already paired are returned as they are.
+func completeCalls(ops []Op) []Op {
+	completed := map[callKey]bool{}
+	for _, op := range ops {
+		if op.Call != 0 && op.Outcome != outInvoked {
+			completed[callKey{op.Proc, op.Call}] = true
+		}
+	}
+	out := make([]Op, 0, len(ops))
+	for _, op := range ops {
+		if op.Outcome == outInvoked {
+			if completed[callKey{op.Proc, op.Call}] {
+				continue
+			}
+			op.Outcome, op.End, op.Unfinished = outUnknown, math.MaxInt64, true
+			op.Detail = "invoked, never returned"
+		}
+		out = append(out, op)
+	}
+	return out
+}
+
+// checkUnfinished returns a violation for each unfinished call (see
+// completeCalls) that no kill explains: only a process the harness killed
+// may leave a call unfinished, and only one it invoked before it died. Any
+// other process, a frozen one once thawed included, returns from every
+// call before the run ends and records its completion. kills tells when
+// each killed process was dead; a frozen process killed while frozen is a
+// killed process.
+func checkUnfinished(ops []Op, kills map[string]int64) []string {
+	var out []string
+	for _, op := range ops {
+		if !op.Unfinished {
+			continue
+		}
+		dead, killed := kills[op.Proc]
+		switch {
+		case !killed:
+			out = append(out, fmt.Sprintf("unfinished: %s %s (token %d) invoked at %s never returned, and process %s was not killed",
+				op.Owner, op.Kind, op.Token, stamp(op.Start), op.Proc))
+		case op.Start >= dead:
+			out = append(out, fmt.Sprintf("unfinished: %s %s (token %d) invoked at %s, after its process %s was dead at %s",
+				op.Owner, op.Kind, op.Token, stamp(op.Start), op.Proc, stamp(dead)))
+		}
+	}
+	return out
+}
+
+// killTimes maps each process the harness killed to when it was dead.
+func killTimes(ops []Op) map[string]int64 {
+	kills := map[string]int64{}
+	for _, op := range ops {
+		if op.Kind == opKill {
+			kills[op.Proc] = op.End
+		}
+	}
+	return kills
 }

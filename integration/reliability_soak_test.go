@@ -100,8 +100,8 @@ func TestReliabilitySoak(t *testing.T) {
 			noVerdict++
 		}
 	}
-	t.Logf("soak total: length=%v ops=%d holds=%d sections=%d lost=%d stale_rejected=%d faults=%d (%s) violations=%d porcupine_no_verdict=%d",
-		total, sum.ops, sum.holds, sum.sections, sum.lost, sum.staleRejected, faults, strings.Join(counts, " "),
+	t.Logf("soak total: length=%v ops=%d holds=%d sections=%d lost=%d stale_rejected=%d unfinished=%d faults=%d (%s) violations=%d porcupine_no_verdict=%d",
+		total, sum.ops, sum.holds, sum.sections, sum.lost, sum.staleRejected, sum.unfinished, faults, strings.Join(counts, " "),
 		len(sum.violations)-noVerdict, noVerdict)
 }
 

@@ -147,12 +147,13 @@ func (w *worker) iteration(ctx context.Context, i int) {
 	if (w.armed && w.cfg.FixedVictim) || (!w.armed && i%4 == 3) {
 		lease = w.cfg.Lease
 	}
-	start := monoNow()
+	op := w.op(opAcquire, owner, 0)
+	op.Depth = 1
+	op = w.rec.invoke(op)
 	lctx, ok, err := w.mu.TryLock(ctx, w.cfg.Wait, lease)
-	end := monoNow()
+	op.End = monoNow()
 	if err != nil || !ok {
-		op := w.op(opAcquire, owner, 0)
-		op.Start, op.End, op.Depth, op.Outcome = start, end, 1, outFailed
+		op.Outcome = outFailed
 		switch {
 		case errors.Is(err, rlock.ErrNotReplicated):
 			op.Outcome = outRefused
@@ -165,7 +166,7 @@ func (w *worker) iteration(ctx context.Context, i int) {
 		}
 		return
 	}
-	h := w.track(lctx, owner, start, end)
+	h := w.track(lctx, op)
 	w.prev = h
 
 	if w.armed {
@@ -199,10 +200,10 @@ func (w *worker) reenter(ctx context.Context, h *tracked) int {
 		return 1
 	}
 	op := w.op(opAcquire, h.owner, h.token)
-	op.Start = monoNow()
+	op.Depth = 2
+	op = w.rec.invoke(op)
 	nctx, ok, err := w.mu.TryLock(h.ctx, 0, 0)
 	op.End = monoNow()
-	op.Depth = 2
 	switch {
 	case err != nil:
 		op.Outcome, op.Detail = outUnknown, err.Error()
@@ -210,8 +211,9 @@ func (w *worker) reenter(ctx context.Context, h *tracked) int {
 		op.Outcome = outFailed // another owner holds it: this hold was lost
 	case nctx != h.ctx:
 		// The hold ended just before, and this owner took a fresh one:
-		// give it back at once.
-		fresh := w.track(nctx, h.owner, op.Start, op.End)
+		// give it back at once. The call's completion is the fresh hold's
+		// acquire.
+		fresh := w.track(nctx, op)
 		w.release(fresh, true)
 		return 1
 	default:
@@ -238,13 +240,14 @@ func (w *worker) work(ctx context.Context, h *tracked, stale bool) {
 // skipped it because the hold had ended (and stale was not set).
 func (w *worker) write(ctx context.Context, h *tracked, stale bool) bool {
 	op := w.op(opWrite, h.owner, h.token)
-	op.Start = monoNow()
 	if h.ctx.Err() != nil && !stale {
+		op.Start = monoNow()
 		op.End, op.Outcome = op.Start, outSkipped
 		w.rec.add(op)
 		return false
 	}
 	op.Stale = h.ctx.Err() != nil
+	op = w.rec.invoke(op)
 	accepted, err := w.store.write(ctx, h.token, h.owner)
 	op.End = monoNow()
 	switch {
@@ -260,7 +263,9 @@ func (w *worker) write(ctx context.Context, h *tracked, stale bool) bool {
 }
 
 // count adds one to the counter by reading it and writing it back, which
-// loses an update unless the lock excludes every other holder.
+// loses an update unless the lock excludes every other holder. The SET is
+// the section's call, invoked once the GET has returned; the section's
+// interval begins with the GET.
 func (w *worker) count(ctx context.Context, h *tracked) {
 	op := w.op(opSection, h.owner, h.token)
 	op.Start = monoNow()
@@ -281,6 +286,7 @@ func (w *worker) count(ctx context.Context, h *tracked) {
 		w.rec.add(op)
 		return
 	}
+	op = w.rec.invoke(op)
 	err = w.store.setCounter(ctx, n+1)
 	op.End, op.Outcome = monoNow(), outOK
 	if err != nil {
@@ -294,7 +300,7 @@ func (w *worker) count(ctx context.Context, h *tracked) {
 func (w *worker) release(h *tracked, final bool) {
 	op := w.op(opRelease, h.owner, h.token)
 	op.Final = final
-	op.Start = monoNow()
+	op = w.rec.invoke(op)
 	err := w.mu.Unlock(h.ctx)
 	op.End = monoNow()
 	switch {
@@ -337,13 +343,14 @@ type tracked struct {
 	done         chan struct{} // closed once the lock context is done and lostAt is set
 }
 
-// track follows the hold that lctx carries and records its acquire.
-func (w *worker) track(lctx context.Context, owner string, start, end int64) *tracked {
-	h := &tracked{ctx: lctx, owner: owner, acquireStart: start, done: make(chan struct{})}
+// track follows the hold that lctx carries and records the completion of
+// acq, the call that acquired it (its Start and End set).
+func (w *worker) track(lctx context.Context, acq Op) *tracked {
+	h := &tracked{ctx: lctx, owner: acq.Owner, acquireStart: acq.Start, done: make(chan struct{})}
 	token, ok := w.mu.FencingToken(lctx)
 	h.token = token
 	if errors.Is(context.Cause(lctx), rlock.ErrLockLost) {
-		h.lostAt.Store(end) // lost before the acquire returned: its window is empty
+		h.lostAt.Store(acq.End) // lost before the acquire returned: its window is empty
 	}
 	h.stop = context.AfterFunc(lctx, func() {
 		defer close(h.done)
@@ -351,12 +358,11 @@ func (w *worker) track(lctx context.Context, owner string, start, end int64) *tr
 			h.lostAt.CompareAndSwap(0, monoNow())
 		}
 	})
-	op := w.op(opAcquire, owner, token)
-	op.Start, op.End, op.Depth, op.Outcome = start, end, 1, outOK
+	acq.Token, acq.Depth, acq.Outcome = token, 1, outOK
 	if !ok {
-		op.Detail = "lost before its token could be read"
+		acq.Detail = "lost before its token could be read"
 	}
-	w.rec.add(op)
+	w.rec.add(acq)
 	return h
 }
 

@@ -185,6 +185,13 @@ func (w *semWorker) add(op Op) {
 	w.rec.add(op)
 }
 
+// invoke records the invocation of the call op, before it is sent, and
+// returns op numbered, to be completed and added once it returned.
+func (w *semWorker) invoke(op Op) Op {
+	op.Proc, op.Worker = w.proc, w.name
+	return w.rec.invoke(op)
+}
+
 func (w *semWorker) run(ctx context.Context) {
 	for i := 0; ctx.Err() == nil; i++ {
 		owner := fmt.Sprintf("%s/%s/%d", w.proc, w.name, i)
@@ -192,7 +199,7 @@ func (w *semWorker) run(ctx context.Context) {
 		if rand.IntN(3) == 0 {
 			actx, cancel = context.WithTimeout(ctx, time.Duration(rand.IntN(30_000))*time.Microsecond)
 		}
-		op := Op{Kind: opAcquire, Owner: owner, Start: monoNow()}
+		op := w.invoke(Op{Kind: opAcquire, Owner: owner})
 		pctx, ok, err := w.sem.TryAcquire(actx, time.Second, 0)
 		op.End = monoNow()
 		switch {
@@ -226,12 +233,12 @@ func (w *semWorker) hold(pctx context.Context, owner string) {
 		}
 	})
 	time.Sleep(time.Duration(1+rand.IntN(20)) * time.Millisecond)
-	rel := Op{Kind: opRelease, Owner: owner, Start: monoNow(), Final: true}
 	select {
 	case at := <-lost:
 		w.add(Op{Kind: opLost, Owner: owner, Start: at, End: at, Outcome: outOK})
 	default:
 	}
+	rel := w.invoke(Op{Kind: opRelease, Owner: owner, Final: true})
 	err := w.sem.Release(pctx) // also when pctx is done: Release detaches
 	rel.End = monoNow()
 	stop()
