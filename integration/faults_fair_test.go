@@ -12,23 +12,6 @@ import (
 	"github.com/rlock/rlock/rlock"
 )
 
-// fairScriptOn is scriptOn for a FairMutex's scripts, which take five
-// keys: the hash, then the token counter (acquire) or the channel
-// (release).
-func fairScriptOn(cmd []string, hash string) string {
-	return scriptOfKeys(cmd, hash, "5")
-}
-
-// fairQueueingOn is fairScriptOn, but knows only the acquire calls that
-// queue a waiter (ARGV[7] '1', after the command, SHA, key count and five
-// keys).
-func fairQueueingOn(cmd []string, hash string) string {
-	if fairScriptOn(cmd, hash) != acquireScript || len(cmd) < 15 || cmd[14] != "1" {
-		return ""
-	}
-	return acquireScript
-}
-
 // lockIn starts fm.Lock and returns a channel that receives its lock
 // context.
 func lockIn(t *testing.T, fm *rlock.FairMutex) <-chan context.Context {
@@ -54,7 +37,7 @@ func TestFaultFairLostQueueReply(t *testing.T) {
 	held, err := holder.Lock(t.Context())
 	require.NoError(t, err)
 
-	loss := &replyLoss{hash: k.Hash, scripts: fairQueueingOn}
+	loss := &replyLoss{hash: k.Hash, scripts: waitingOn}
 	loss.acquire.Store(2)
 	first := newRlock(t, loss.client(node.Client(t))).FairMutex(name)
 	gotFirst := lockIn(t, first)
@@ -96,7 +79,7 @@ func TestFaultFairLostHandOverReply(t *testing.T) {
 	raw := node.Client(t)
 	name := redistest.LockName(t)
 	k := lockKeys(name)
-	loss := &replyLoss{hash: k.Hash, scripts: fairScriptOn}
+	loss := &replyLoss{hash: k.Hash, scripts: scriptOn}
 	holder := newRlock(t, loss.client(node.Client(t))).FairMutex(name)
 	held, err := holder.Lock(t.Context())
 	require.NoError(t, err)

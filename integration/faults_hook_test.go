@@ -41,23 +41,19 @@ func ran(res rueidis.RedisResult) bool {
 	return !ok || !re.IsNoScript()
 }
 
-// The rlock scripts a hook can tell apart by their keys.
+// The rlock scripts a hook can tell apart by their keys: every kind's
+// scripts take the same five (the request layout of rlock's acquireCall
+// and releaseCall).
 const (
-	acquireScript = "acquire" // KEYS: hash, token counter, fences
-	releaseScript = "release" // KEYS: hash, unlock channel, fences
+	acquireScript = "acquire" // KEYS: hash, token counter, fences, queue, unlock channel
+	releaseScript = "release" // KEYS: hash, unlock channel, fences, token counter, queue
 )
 
 // scriptOn names the rlock script that cmd runs on the lock whose hash is
 // hash, or returns "" for any other command (renewals, ForceUnlock,
 // inspection, other locks).
 func scriptOn(cmd []string, hash string) string {
-	return scriptOfKeys(cmd, hash, "3")
-}
-
-// scriptOfKeys is scriptOn for scripts that take numkeys keys: a kind's
-// scripts take acquire.lua's and release.lua's first and may take more.
-func scriptOfKeys(cmd []string, hash, numkeys string) string {
-	if len(cmd) < 6 || (cmd[0] != "EVALSHA" && cmd[0] != "EVAL") || cmd[2] != numkeys || cmd[3] != hash {
+	if len(cmd) < 6 || (cmd[0] != "EVALSHA" && cmd[0] != "EVAL") || cmd[2] != "5" || cmd[3] != hash {
 		return ""
 	}
 	switch cmd[4] {
@@ -67,4 +63,15 @@ func scriptOfKeys(cmd []string, hash, numkeys string) string {
 		return releaseScript
 	}
 	return ""
+}
+
+// waitingOn is scriptOn, but knows only the acquire calls of a caller that
+// waits on the unlock channel (ARGV[7] '1', after the command, SHA, key
+// count and five keys): the calls that mark a lock, or queue a fair
+// lock's waiter.
+func waitingOn(cmd []string, hash string) string {
+	if scriptOn(cmd, hash) != acquireScript || len(cmd) < 15 || cmd[14] != "1" {
+		return ""
+	}
+	return acquireScript
 }

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -82,7 +83,9 @@ func (s *scriptTap) client(rc rueidis.Client) *hookClient {
 // returns the script's reply.
 func replay(t *testing.T, rc rueidis.Client, cmd []string) []int64 {
 	t.Helper()
-	reply, err := rc.Do(t.Context(), rc.B().Arbitrary(cmd[0], cmd[1], cmd[2]).Keys(cmd[3:6]...).Args(cmd[6:]...).Build()).AsIntSlice()
+	n, err := strconv.Atoi(cmd[2])
+	require.NoError(t, err, "numkeys")
+	reply, err := rc.Do(t.Context(), rc.B().Arbitrary(cmd[0], cmd[1], cmd[2]).Keys(cmd[3:3+n]...).Args(cmd[3+n:]...).Build()).AsIntSlice()
 	require.NoError(t, err, "the late copy runs")
 	return reply
 }
