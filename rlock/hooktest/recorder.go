@@ -1,7 +1,12 @@
-// Package hooktest records what rlock's hooks report, for the tests of
-// rlock and integration: every event in order, and whether they balance
-// (every call that started ended once, with the context its start
-// returned; every hold that began ended once).
+// Package hooktest is test support, not part of rlock's API: a Recorder
+// that keeps what rlock's hooks report, for the tests of rlock, rlockotel
+// and integration: every event in order, and whether they balance (every
+// call that started ended once, with the context its start returned; every
+// hold that began ended once).
+//
+// It sits under rlock/, not internal/, because it depends on rlock: the
+// packages under internal/ are leaves that rlock imports, never the other
+// way round. It imports testify, so a program must not import it.
 package hooktest
 
 import (
