@@ -1,5 +1,7 @@
 // Package redistest starts and controls real Redis servers for rlock's
-// tests, benchmarks and demo. It never imitates Redis.
+// tests, benchmarks and Examples. It never imitates Redis. A program (the
+// demo) must not import it, since it links testing, testify and
+// testcontainers-go: internal/redisserver finds or starts a Redis for one.
 //
 // A Node comes from one of three backends, in this order of preference:
 //
@@ -10,7 +12,7 @@
 //     RLOCK_REDIS_IMAGE (default rlock-redis:local, built FROM scratch out of
 //     the host's redis-server by .ci/redis-image.sh).
 //  3. process: redis-server from PATH, run as a child process on a free
-//     loopback port.
+//     loopback port, started by internal/redisserver as a program's is.
 //
 // Every node listens on, and is dialled at, 127.0.0.1. Main points
 // testcontainers-go at 127.0.0.1 (TESTCONTAINERS_HOST_OVERRIDE) so that no
