@@ -31,9 +31,14 @@
 // its replica serves and the killed node is back as a replica.
 //
 // ForEachSetup runs a suite on every backend and on a Cluster, each given as
-// a Setup. LastingKeys, Subscribers, AssertNoSubscribers and ReadStats read a
-// lock's state and the server's counters from Redis itself, naming keys and
+// a Setup. LastingKeys, Subscribers, Queued and ReadStats read a lock's
+// state and the server's counters from Redis itself, naming keys and
 // channels through internal/keys.
+//
+// A test never sleeps to let a state come about (a waiter subscribed, a
+// waiter queued, a key gone): it waits for the state with Eventually, which
+// polls on the test's goroutine and fails with what it saw last, or with
+// the waits built on it (WaitSubscribers, AssertNoSubscribers, WaitQueued).
 //
 // Tests get nodes from New and Shared. Example functions, which have no
 // testing.T, get the addresses of servers started for them from
