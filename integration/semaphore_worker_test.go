@@ -207,7 +207,7 @@ func (w *semWorker) run(ctx context.Context) {
 		if !ok {
 			cancel()
 			if err != nil {
-				time.Sleep(20 * time.Millisecond) // Redis may be down: no busy loop
+				time.Sleep(20 * time.Millisecond) // workload pacing: Redis may be down, so no busy loop
 			}
 			continue
 		}
@@ -225,7 +225,7 @@ func (w *semWorker) hold(pctx context.Context, owner string) {
 			lost <- monoNow()
 		}
 	})
-	time.Sleep(time.Duration(1+rand.IntN(20)) * time.Millisecond)
+	time.Sleep(time.Duration(1+rand.IntN(20)) * time.Millisecond) // workload pacing: a hold of a few ms
 	rel := Op{Kind: opRelease, Owner: owner, Start: monoNow(), Final: true}
 	select {
 	case at := <-lost:
