@@ -134,7 +134,7 @@ func blockWaiters(b *testing.B, holder, waiter locker, name string, n int) (undo
 			}
 		})
 	}
-	time.Sleep(memSettle)
+	time.Sleep(memSettle) // benchmark pacing: the peers' waiters (some poll) show no common state to wait on
 	return func() {
 		cancel()
 		wg.Wait()

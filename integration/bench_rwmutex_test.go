@@ -101,7 +101,7 @@ func benchWriterWait(b *testing.B, node *redistest.Node) {
 						continue // stopped
 					}
 					reads.Add(1)
-					time.Sleep(readHold)
+					time.Sleep(readHold) // benchmark pacing: a read hold
 					if err := rw.RUnlock(lctx); err != nil {
 						b.Error(err)
 						return
@@ -112,7 +112,12 @@ func benchWriterWait(b *testing.B, node *redistest.Node) {
 	}
 	writer := rlockClient(b, node).RWMutex(name)
 	waits := make([]time.Duration, 0, b.N)
-	time.Sleep(100 * time.Millisecond) // the stream is running
+	redistest.Eventually(b, "the readers' stream runs", func(context.Context) error {
+		if n := reads.Load(); n < 4*streamReaders {
+			return fmt.Errorf("%d reads", n)
+		}
+		return nil
+	})
 	b.ResetTimer()
 	start := reads.Load()
 	for b.Loop() {
@@ -121,7 +126,7 @@ func benchWriterWait(b *testing.B, node *redistest.Node) {
 		waits = append(waits, time.Since(t0))
 		require.NoError(b, err)
 		require.NoError(b, writer.Unlock(wctx))
-		time.Sleep(writerPause)
+		time.Sleep(writerPause) // benchmark pacing: readers stream between writes
 	}
 	b.StopTimer()
 	made := reads.Load() - start

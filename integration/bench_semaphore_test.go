@@ -2,12 +2,14 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/rlock/rlock/internal/keys"
 	"github.com/rlock/rlock/internal/redistest"
 	"github.com/rlock/rlock/rlock"
 )
@@ -77,6 +79,7 @@ func benchSemaphoreWaiting(b *testing.B, node *redistest.Node) {
 		require.NoError(b, err)
 		var wg sync.WaitGroup
 		errs := make(chan error, waiters)
+		start := redistest.ReadStats(b, rc)
 		for range waiters {
 			wg.Go(func() {
 				pctx, err := sem.Acquire(ctx)
@@ -86,9 +89,17 @@ func benchSemaphoreWaiting(b *testing.B, node *redistest.Node) {
 				errs <- err
 			})
 		}
-		time.Sleep(time.Second) // every waiter tried once and sleeps
+		// Every waiter tried, subscribed (its Client once for all), tried
+		// again, and sleeps.
+		redistest.WaitSubscribers(b, rc, keys.NewSemaphore(rlock.DefaultKeyPrefix, sem.Name()).Channel, 1)
+		redistest.Eventually(b, "every waiter tried twice", func(context.Context) error {
+			if n := redistest.ReadStats(b, rc).Scripts() - start.Scripts(); n < 2*waiters {
+				return fmt.Errorf("%d acquire attempts by %d waiters", n, waiters)
+			}
+			return nil
+		})
 		before := redistest.ReadStats(b, rc)
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // the window measured: a second of waiting
 		after := redistest.ReadStats(b, rc)
 		cmds += after.Commands - before.Commands - 1 // less the first INFO
 		scripts += after.Scripts() - before.Scripts()

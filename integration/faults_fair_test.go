@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -41,12 +42,15 @@ func TestFaultFairLostQueueReply(t *testing.T) {
 	loss.acquire.Store(2)
 	first := newRlock(t, loss.client(node.Client(t))).FairMutex(name)
 	gotFirst := lockIn(t, first)
-	require.Eventually(t, func() bool { return loss.lost.Load() == 2 && len(redistest.Queued(t, raw, k)) == 1 },
-		10*time.Second, 10*time.Millisecond, "both replies lost, the waiter queued")
+	redistest.Eventually(t, "both replies lost, the waiter queued", func(context.Context) error {
+		if n := loss.lost.Load(); n != 2 {
+			return fmt.Errorf("%d replies lost", n)
+		}
+		return redistest.Exactly("queued", len(redistest.Queued(t, raw, k)), 1)
+	})
 	second := newRlock(t, node.Client(t)).FairMutex(name)
 	gotSecond := lockIn(t, second)
-	require.Eventually(t, func() bool { return len(redistest.Queued(t, raw, k)) == 2 },
-		10*time.Second, 10*time.Millisecond, "the second waiter queued")
+	redistest.WaitQueued(t, raw, k, 2) // the second waiter queued
 
 	require.NoError(t, holder.Unlock(held))
 	var ctx context.Context
@@ -85,8 +89,7 @@ func TestFaultFairLostHandOverReply(t *testing.T) {
 	require.NoError(t, err)
 	waiter := newRlock(t, node.Client(t)).FairMutex(name)
 	got := lockIn(t, waiter)
-	require.Eventually(t, func() bool { return len(redistest.Queued(t, raw, k)) == 1 },
-		10*time.Second, 10*time.Millisecond, "the waiter queued")
+	redistest.WaitQueued(t, raw, k, 1) // the waiter queued
 
 	loss.release.Store(1)
 	require.NoError(t, holder.Unlock(held), "an Unlock whose reply was lost")

@@ -3,13 +3,13 @@ package integration
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlock/rlock/internal/redistest"
 	"github.com/rlock/rlock/rlock"
+	"github.com/rlock/rlock/rlock/hooktest"
 )
 
 // TestFaultScriptFlush empties Redis's script cache between operations, as
@@ -20,7 +20,8 @@ import (
 func TestFaultScriptFlush(t *testing.T) {
 	node := faultNode(t)
 	raw := node.Client(t)
-	mu := newRlock(t, node.Client(t), rlock.WithLeaseTime(watchdogLease)).Mutex(redistest.LockName(t))
+	rec := &hooktest.Recorder{}
+	mu := newRlock(t, node.Client(t), rlock.WithLeaseTime(watchdogLease), rlock.WithHooks(rec)).Mutex(redistest.LockName(t))
 	flush := func() {
 		t.Helper()
 		require.NoError(t, raw.Do(t.Context(), raw.B().ScriptFlush().Build()).Error())
@@ -34,7 +35,17 @@ func TestFaultScriptFlush(t *testing.T) {
 	assertHoldCount(t, outer, mu, 2)
 
 	flush()
-	time.Sleep(2 * watchdogLease / 3) // two renewals, the first after the flush
+	// Two rounds that renewed the lock: the second ran after the flush.
+	rounds := len(rec.Snapshot().Rounds)
+	rec.WaitFor(t, "two renewals after the flush", func(e hooktest.Events) bool {
+		renewed := 0
+		for _, r := range e.Rounds[rounds:] {
+			if r.Renewed > 0 {
+				renewed++
+			}
+		}
+		return renewed >= 2
+	})
 	require.NoError(t, outer.Err(), "renewal after SCRIPT FLUSH keeps the lock")
 	lease, err := mu.RemainingLease(outer)
 	require.NoError(t, err)

@@ -85,7 +85,7 @@ func handoff(ctx context.Context, b *testing.B, holder, waiter locker, name stri
 		}
 		released <- err
 	}()
-	time.Sleep(waiterSettle)
+	time.Sleep(waiterSettle) // benchmark pacing: the peers' waiters (some poll) show no common state to wait on
 	start := time.Now()
 	require.NoError(b, unlock())
 	took := (<-acquired).Sub(start)
@@ -176,7 +176,7 @@ func (r *relay) run(ctx context.Context, l locker) error {
 			case <-ctx.Done():
 			}
 		}
-		time.Sleep(relayHold)
+		time.Sleep(relayHold) // benchmark pacing: the hold, during which the others block again
 		r.mu.Lock()
 		r.released = time.Now()
 		r.mu.Unlock()

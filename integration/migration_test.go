@@ -56,7 +56,7 @@ func TestSlotMigrationUnderLoad(t *testing.T) {
 						overlaps.Add(1)
 					}
 					sections.Add(1)
-					time.Sleep(time.Millisecond)
+					time.Sleep(time.Millisecond) // a hold, for the others to meet
 					inside[lock].Add(-1)
 					assert.NoError(t, mu.Unlock(lctx), "unlock %s during migration", names[lock])
 				}
@@ -64,13 +64,25 @@ func TestSlotMigrationUnderLoad(t *testing.T) {
 		}
 	}
 
+	// Between the moves, and after the last, the workers get the locks a
+	// few times: every move meets them at work.
+	working := func() {
+		t.Helper()
+		since := sections.Load()
+		redistest.Eventually(t, "the workers get the locks", func(context.Context) error {
+			if n := sections.Load() - since; n < 5 {
+				return fmt.Errorf("%d critical sections since", n)
+			}
+			return nil
+		})
+	}
 	for range moves {
-		time.Sleep(150 * time.Millisecond)
+		working()
 		from, err := cl.MasterOf(t.Context(), s)
 		require.NoError(t, err)
 		require.NoError(t, cl.MigrateSlot(t.Context(), s, (from+1)%3), "move slot %d from master %d", s, from)
 	}
-	time.Sleep(150 * time.Millisecond)
+	working()
 	stop()
 	wg.Wait()
 	t.Logf("%d critical sections on %d locks while slot %d moved %d times", sections.Load(), locks, s, moves)

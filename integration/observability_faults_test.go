@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rlock/rlock/internal/hooktest"
 	"github.com/rlock/rlock/internal/redistest"
 	"github.com/rlock/rlock/rlock"
+	"github.com/rlock/rlock/rlock/hooktest"
 )
 
 // TestHooksWithLostReplies loses the replies of acquires and releases: the
@@ -104,7 +104,7 @@ func TestHooksUnderStorm(t *testing.T) {
 					cctx, cancel := context.WithTimeout(octx, time.Duration(rand.IntN(20))*time.Millisecond)
 					lctx, err := mu.Lock(cctx)
 					if err == nil {
-						time.Sleep(time.Duration(rand.IntN(2)) * time.Millisecond)
+						time.Sleep(time.Duration(rand.IntN(2)) * time.Millisecond) // holds of varied length
 						_ = mu.Unlock(lctx)
 					}
 					cancel()
@@ -112,7 +112,28 @@ func TestHooksUnderStorm(t *testing.T) {
 			})
 		}
 	}
-	time.Sleep(time.Second)
+	// The storm runs until each kind of event the checks below look for
+	// has come, and then meets Close.
+	hooks.WaitFor(t, "acquires, re-entries, give-ups and releases", func(e hooktest.Events) bool {
+		var acquired, reentries, deadlines int
+		for _, a := range e.Acquires {
+			switch {
+			case a.Reentry:
+				reentries++
+			case a.Outcome == rlock.OutcomeAcquired:
+				acquired++
+			case a.Outcome == rlock.OutcomeDeadline:
+				deadlines++
+			}
+		}
+		released := 0
+		for _, end := range e.Ends {
+			if end.Reason == rlock.EndReleased {
+				released++
+			}
+		}
+		return acquired >= 10 && reentries >= 3 && deadlines >= 3 && released >= 3
+	})
 	require.NoError(t, c.Close())
 	wg.Wait()
 

@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rlock/rlock/internal/hooktest"
 	"github.com/rlock/rlock/internal/redistest"
 	"github.com/rlock/rlock/rlock"
+	"github.com/rlock/rlock/rlock/hooktest"
 )
 
 // TestInspectAndReplicaAckOnCluster inspects locks on every master of a

@@ -214,7 +214,7 @@ func (w *semWorker) run(ctx context.Context) {
 		if !ok {
 			cancel()
 			if err != nil {
-				time.Sleep(20 * time.Millisecond) // Redis may be down: no busy loop
+				time.Sleep(20 * time.Millisecond) // workload pacing: Redis may be down, so no busy loop
 			}
 			continue
 		}
@@ -232,7 +232,7 @@ func (w *semWorker) hold(pctx context.Context, owner string) {
 			lost <- monoNow()
 		}
 	})
-	time.Sleep(time.Duration(1+rand.IntN(20)) * time.Millisecond)
+	time.Sleep(time.Duration(1+rand.IntN(20)) * time.Millisecond) // workload pacing: a hold of a few ms
 	select {
 	case at := <-lost:
 		w.add(Op{Kind: opLost, Owner: owner, Start: at, End: at, Outcome: outOK})

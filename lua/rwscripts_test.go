@@ -127,7 +127,7 @@ func TestRWWaitingMark(t *testing.T) {
 	w.seq = 3
 	require.Equal(t, lua.Refused, lua.Code(w.acquire(t, rc, k)[0]))
 	assert.Equal(t, lua.Refused, lua.Code(reader("c", 1, 1).acquire(t, rc, k)[0]), "held back by the new mark")
-	time.Sleep(500 * time.Millisecond) // pttl + half the lease, and more
+	time.Sleep(500 * time.Millisecond) // the thing under test: the mark's time (pttl + half the lease) passes
 	assert.Equal(t, lua.Granted, lua.Code(reader("c", 2, 1).acquire(t, rc, k)[0]), "a mark nobody refreshes ends")
 }
 
@@ -141,7 +141,7 @@ func TestRWDeadHoldsPruned(t *testing.T) {
 	dead.lease = 50
 	require.Equal(t, lua.Granted, lua.Code(dead.acquire(t, rc, k)[0]))
 	require.Equal(t, lua.Granted, lua.Code(reader("live", 1, 1).acquire(t, rc, k)[0]))
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // the thing under test: the dead reader's 50 ms lease passes
 	assert.Equal(t, lua.Refused, lua.Code(writer("w", 1, 1).acquire(t, rc, k)[0]), "the live reader holds")
 	assert.False(t, hexists(t, rc, k.Hash, "dead:r"), "the dead reader was dropped")
 	assert.Equal(t, reply(lua.NotHeld, 0), reader("dead", 2, 0).release(t, rc, k), "the dead reader holds nothing")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlock/rlock/internal/redistest"
@@ -68,10 +69,10 @@ func TestSubscribeStorm(t *testing.T) {
 				defer cancel()
 				w, err := e.subs.Subscribe(ctx, chans[i%len(chans)])
 				if err != nil {
-					require.ErrorIs(t, err, context.DeadlineExceeded)
+					assert.ErrorIs(t, err, context.DeadlineExceeded) // not require: this is not the test's goroutine
 					return
 				}
-				time.Sleep(rand.N(2 * time.Millisecond))
+				time.Sleep(rand.N(2 * time.Millisecond)) // a stay of random length, so that leaving meets subscribing
 				w.Done(rand.N(2) == 0)
 			})
 		}
@@ -88,10 +89,17 @@ func TestManyWaiters(t *testing.T) {
 		waiters := make([][]*Waiter, channels)
 		var mu sync.Mutex
 		var wg sync.WaitGroup
+		ctx, cancel := context.WithTimeout(t.Context(), wakeWithin)
+		defer cancel()
 		for i := range channels {
 			for range perChannel {
 				wg.Go(func() {
-					w := e.subscribe(t, channelName(t, fmt.Sprint(i)))
+					// Not e.subscribe, whose require and Cleanup belong on
+					// the test's goroutine.
+					w, err := e.subs.Subscribe(ctx, channelName(t, fmt.Sprint(i)))
+					if !assert.NoError(t, err, "Subscribe to channel %d", i) {
+						return
+					}
 					mu.Lock()
 					waiters[i] = append(waiters[i], w)
 					mu.Unlock()
@@ -99,6 +107,12 @@ func TestManyWaiters(t *testing.T) {
 			}
 		}
 		wg.Wait()
+		for _, ws := range waiters {
+			for _, w := range ws {
+				t.Cleanup(func() { w.Done(false) })
+			}
+		}
+		require.False(t, t.Failed(), "every Subscribe succeeded")
 		require.Equal(t, channels, e.subs.Channels())
 
 		cmds := make(rueidis.Commands, 0, channels*perChannel)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rlock/rlock/internal/redistest"
 	"github.com/rlock/rlock/rlock"
+	"github.com/rlock/rlock/rlock/hooktest"
 )
 
 // TestFairMutexBadInput: bad handles, names, durations and contexts get
@@ -79,7 +80,8 @@ func TestFairHostileSharedOwner(t *testing.T) {
 	held, err := first.Lock(t.Context())
 	require.NoError(t, err)
 
-	c := newRlock(t, s.Client(t))
+	rec := &hooktest.Recorder{}
+	c := newRlock(t, s.Client(t), rlock.WithHooks(rec))
 	// An owner context that holds another lock, not this one.
 	owner, err := c.Mutex(name + ":other").Lock(t.Context())
 	require.NoError(t, err)
@@ -95,7 +97,7 @@ func TestFairHostileSharedOwner(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(200 * time.Millisecond)
+	waitWaits(t, rec, goroutines) // each found the lock held
 	require.Len(t, queued(t, admin, name), 1, "one owner, one place in the queue")
 	next := newRlock(t, s.Client(t)).FairMutex(name)
 	got := lockAsync(t, next)
@@ -115,12 +117,7 @@ func TestFairHostileSharedOwner(t *testing.T) {
 	for lctx := range ctxs {
 		require.NoError(t, fm.Unlock(lctx))
 	}
-	select {
-	case lctx := <-got:
-		require.NoError(t, next.Unlock(lctx))
-	case <-time.After(5 * time.Second):
-		t.Fatal("the last Unlock of the shared owner did not hand the lock on")
-	}
+	require.NoError(t, next.Unlock(receive(t, got, "the next owner's Lock after the shared owner's last Unlock")))
 	require.NoError(t, c.Mutex(name+":other").Unlock(owner))
 }
 
@@ -133,7 +130,7 @@ func TestFairHostileCancelMidRequest(t *testing.T) {
 	s := redistest.Setup{Node: redistest.Shared(t)}
 	name := redistest.LockName(t)
 	admin := s.Client(t)
-	clients := []*rlock.Client{newRlock(t, s.Client(t)), newRlock(t, s.Client(t))}
+	clients := []drainable{newDrainable(t, s), newDrainable(t, s)}
 	var wg sync.WaitGroup
 	var took, gaveUp atomic.Int64
 	for i := range 40 {
@@ -151,16 +148,18 @@ func TestFairHostileCancelMidRequest(t *testing.T) {
 			assert.NoError(t, fm.Unlock(lctx))
 		})
 	}
-	waitGroup(t, &wg, 20*time.Second, "every Lock returns")
+	waitGroup(t, &wg, redistest.Patience, "every Lock returns")
 	assert.Positive(t, gaveUp.Load(), "some calls gave up")
+	drain(t, clients...) // every request given up on has landed
 	assert.Empty(t, queued(t, admin, name), "no call that gave up stays queued")
-	locked, err := clients[0].FairMutex(name).IsLocked(t.Context())
+	fresh := newRlock(t, s.Client(t)).FairMutex(name)
+	locked, err := fresh.IsLocked(t.Context())
 	require.NoError(t, err)
 	assert.False(t, locked, "no call that gave up holds the lock (%d took it)", took.Load())
-	lctx, ok, err := clients[1].FairMutex(name).TryLock(t.Context(), 0, 0)
+	lctx, ok, err := fresh.TryLock(t.Context(), 0, 0)
 	require.NoError(t, err)
 	require.True(t, ok)
-	require.NoError(t, clients[1].FairMutex(name).Unlock(lctx))
+	require.NoError(t, fresh.Unlock(lctx))
 }
 
 // TestFairHostileCloseWhileEverythingRuns: a Client whose owners hold,
@@ -173,7 +172,8 @@ func TestFairHostileCloseWhileEverythingRuns(t *testing.T) {
 	s := redistest.Setup{Node: redistest.Shared(t)}
 	name := redistest.LockName(t)
 	admin := s.Client(t)
-	c, err := rlock.New(s.Client(t), rlock.WithLeaseTime(lease))
+	rec := &hooktest.Recorder{}
+	c, err := rlock.New(s.Client(t), rlock.WithLeaseTime(lease), rlock.WithHooks(rec))
 	require.NoError(t, err)
 	rival := newRlock(t, s.Client(t), rlock.WithLeaseTime(lease))
 
@@ -186,7 +186,7 @@ func TestFairHostileCloseWhileEverythingRuns(t *testing.T) {
 			if err == nil {
 				var inner context.Context
 				if inner, err = fm.Lock(lctx); err == nil {
-					time.Sleep(time.Millisecond)
+					time.Sleep(time.Millisecond) // a hold for Close to meet
 					err = errors.Join(fm.Unlock(inner), fm.Unlock(lctx))
 				}
 			}
@@ -205,18 +205,22 @@ func TestFairHostileCloseWhileEverythingRuns(t *testing.T) {
 		wg.Go(func() { run(c.FairMutex(name), func() bool { return false }) })
 		wg.Go(func() { run(rival.FairMutex(name), func() bool { return rounds.Add(1) > 400 }) })
 	}
-	time.Sleep(300 * time.Millisecond)
+	rec.WaitFor(t, "the closing Client's owners take the lock", func(e hooktest.Events) bool { return len(e.Starts) >= 5 })
+	// Close wakes the calls and stops its goroutines in milliseconds; the
+	// bound, loose enough for a loaded machine, catches a Close that waits
+	// for the calls or for their locks instead.
 	start := time.Now()
 	require.NoError(t, c.Close())
-	assert.Less(t, time.Since(start), 2*time.Second, "Close returns promptly")
-	waitGroup(t, &wg, 10*lease, "every call returns, the rival's after its rounds")
+	assert.Less(t, time.Since(start), 5*time.Second, "Close returns promptly")
+	waitGroup(t, &wg, redistest.Patience, "every call returns, the rival's after its rounds")
 	mu.Lock()
 	assert.Empty(t, bad, "calls ended only with their own result or ErrClosed")
 	mu.Unlock()
 	assert.Greater(t, rounds.Load(), int64(400), "the rival's owners went on after the Close")
-	require.Eventually(t, func() bool { return len(queued(t, admin, name)) == 0 }, 2*lease, 20*time.Millisecond,
-		"the closed Client's entries drop out")
-	lctx, ok, err := rival.FairMutex(name).TryLock(t.Context(), 2*lease, 0)
+	// The closed Client's entries drop out once their own leases (1 s) run
+	// out, which Patience is far beyond: an entry nothing renews goes.
+	waitQueued(t, admin, name, 0)
+	lctx, ok, err := rival.FairMutex(name).TryLock(t.Context(), redistest.Patience, 0)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.NoError(t, rival.FairMutex(name).Unlock(lctx))

@@ -2,6 +2,8 @@ package rlock_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -44,8 +46,7 @@ func queued(t *testing.T, rc rueidis.Client, name string) []string {
 // waitQueued waits until n waiters are in lock name's queue.
 func waitQueued(t *testing.T, rc rueidis.Client, name string, n int) {
 	t.Helper()
-	require.Eventually(t, func() bool { return len(queued(t, rc, name)) == n }, 10*time.Second, 5*time.Millisecond,
-		"%d waiters queued", n)
+	redistest.WaitQueued(t, rc, lockKeys(name), n)
 }
 
 // testFairFIFO: 20 waiters over 3 Clients, each queued after the one before
@@ -129,17 +130,25 @@ func testFairCancelStorm(t *testing.T, s redistest.Setup) {
 			mu.Lock()
 			order = append(order, i)
 			mu.Unlock()
-			time.Sleep(60 * time.Millisecond)
+			time.Sleep(60 * time.Millisecond) // a hold, so that the hand-overs take a while
 			assert.NoError(t, fm.Unlock(lctx), "waiter %d", i)
 		})
-		require.Eventually(t, func() bool { return len(queued(t, admin, name)) == i+1-int(timedOut.Load()) },
-			10*time.Second, 5*time.Millisecond, "waiter %d queued", i)
+		redistest.Eventually(t, fmt.Sprintf("waiter %d queued", i), func(context.Context) error {
+			return redistest.Exactly("queued", len(queued(t, admin, name)), i+1-int(timedOut.Load()))
+		})
 	}
 	for i := 1; i < waiters; i += 4 {
 		cancels[i]() // gone before the lock is free
 	}
 	require.NoError(t, clients[0].FairMutex(name).Unlock(holder))
-	time.Sleep(200 * time.Millisecond)
+	redistest.Eventually(t, "the lock is handed on", func(context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(order) == 0 {
+			return errors.New("no waiter holds it yet")
+		}
+		return nil
+	})
 	for i := 5; i < waiters; i += 8 {
 		cancels[i]() // gone while it is handed on
 	}
@@ -154,8 +163,7 @@ func testFairCancelStorm(t *testing.T, s redistest.Setup) {
 		assert.Contains(t, order, i, "waiter %d never gave up and got the lock", i)
 	}
 	assert.Positive(t, timedOut.Load(), "some TryLock waits ran out in the queue")
-	require.Eventually(t, func() bool { return len(queued(t, admin, name)) == 0 }, 5*time.Second, 10*time.Millisecond,
-		"no stuck entry left in the queue")
+	waitQueued(t, admin, name, 0) // no stuck entry left in the queue
 	ctx, ok, err := clients[1].FairMutex(name).TryLock(t.Context(), 0, 0)
 	require.NoError(t, err)
 	require.True(t, ok, "the lock is free and nobody waits")
@@ -236,7 +244,7 @@ func testFairForceUnlock(t *testing.T, s redistest.Setup) {
 			ctx, err := fm.Lock(t.Context())
 			if assert.NoError(t, err) {
 				got <- fm
-				time.Sleep(20 * time.Millisecond)
+				time.Sleep(20 * time.Millisecond) // a hold, while the next one waits
 				assert.NoError(t, fm.Unlock(ctx))
 			}
 		})
@@ -245,18 +253,9 @@ func testFairForceUnlock(t *testing.T, s redistest.Setup) {
 	forced, err := holder.ForceUnlock(t.Context()) // the holder's own Client ends its hold at once
 	require.NoError(t, err)
 	assert.True(t, forced)
-	select {
-	case <-held.Done():
-		assert.ErrorIs(t, context.Cause(held), rlock.ErrLockLost)
-	case <-time.After(5 * time.Second):
-		t.Fatal("the force-unlocked holder's context did not end")
-	}
+	receive(t, held.Done(), "the end of the force-unlocked holder's context")
+	assert.ErrorIs(t, context.Cause(held), rlock.ErrLockLost)
 	for _, want := range []*rlock.FairMutex{first, second} {
-		select {
-		case fm := <-got:
-			assert.Same(t, want, fm, "the queue's order holds after ForceUnlock")
-		case <-time.After(5 * time.Second):
-			t.Fatal("ForceUnlock left the queue stuck")
-		}
+		assert.Same(t, want, receive(t, got, "the next waiter after ForceUnlock"), "the queue's order holds after ForceUnlock")
 	}
 }

@@ -2,6 +2,7 @@ package rlock_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/rlock/rlock/internal/keys"
 	"github.com/rlock/rlock/internal/redistest"
 	"github.com/rlock/rlock/rlock"
+	"github.com/rlock/rlock/rlock/hooktest"
 )
 
 // The Redis side of the tests (setups, unique names, subscriber and key
@@ -36,23 +38,102 @@ func sharedClient(t *testing.T, opts ...rlock.Option) *rlock.Client {
 	return newRlock(t, redistest.Shared(t).Client(t), opts...)
 }
 
+// drainable is an rlock Client and the rueidis client it alone runs on,
+// for a test that drains them.
+type drainable struct {
+	*rlock.Client
+	rc rueidis.Client
+}
+
+// newDrainable returns an rlock Client on a new rueidis client of s, both
+// closed when t ends unless drain closed them first.
+func newDrainable(t *testing.T, s redistest.Setup, opts ...rlock.Option) drainable {
+	t.Helper()
+	rc := s.Client(t)
+	return drainable{newRlock(t, rc, opts...), rc}
+}
+
+// drain closes each Client, then its rueidis client, whose Close returns
+// only once every call it sent was answered. So when drain returns, every
+// request the Clients sent has reached Redis and done what it does, a
+// request that its caller gave up on the way included: a test checks what
+// a late copy left without a pause that hopes it came.
+func drain(t *testing.T, cs ...drainable) {
+	t.Helper()
+	for _, c := range cs {
+		require.NoError(t, c.Close())
+		c.rc.Close()
+	}
+}
+
 // lockKeys are the Redis names of lock name under the default prefix.
 func lockKeys(name string) keys.Keys {
 	return keys.New(rlock.DefaultKeyPrefix, name)
 }
 
+// waitWaiting waits until subs rlock Clients wait for lock name (a Mutex's,
+// a FairMutex's or an RWMutex's, whose hash is the same): an acquire was
+// refused and marked the hash, and that many Clients are subscribed to the
+// lock's channel, which a Client is once for all its waiters. c is any
+// Client on the lock's Redis; it reads the lock with Inspect.
+func waitWaiting(t *testing.T, c *rlock.Client, name string, subs int64) {
+	t.Helper()
+	redistest.Eventually(t, fmt.Sprintf("%d Clients waiting for %s", subs, name), func(ctx context.Context) error {
+		st, err := c.Inspect(ctx, name)
+		if err != nil {
+			return err
+		}
+		if st.Marks["waiters"] == "" {
+			return fmt.Errorf("no refused acquire marked the lock: %+v", st)
+		}
+		return redistest.Exactly("Clients subscribed", st.Subscribers, subs)
+	})
+}
+
+// waitWaits waits until the acquires that rec records have begun to wait n
+// times (AcquireWait): each found its lock held and now subscribes and
+// sleeps.
+func waitWaits(t *testing.T, rec *hooktest.Recorder, n int) {
+	t.Helper()
+	rec.WaitFor(t, fmt.Sprintf("%d acquires waiting", n), func(e hooktest.Events) bool { return e.Waits == n })
+}
+
+// receive returns what ch delivers, and fails t when nothing came within
+// redistest.Patience: a bound only for a test that hangs, not a measure.
+func receive[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(redistest.Patience):
+		t.Fatalf("%s: nothing within %v", what, redistest.Patience)
+		panic("unreachable")
+	}
+}
+
 // closeWhileRunning closes c while the goroutines of wg make calls on it,
-// and checks what every such test demands: Close returns promptly, every
-// call returns, no call met an error in bad (the calls put there the errors
-// that were neither their own result nor ErrClosed), and every lock context
-// of c in contexts is done. mu guards bad and contexts.
+// once they have taken some locks, and checks what every such test demands:
+// Close returns, every call returns, no call met an error in bad (the calls
+// put there the errors that were neither their own result nor ErrClosed),
+// and every lock context of c in contexts is done. mu guards bad and
+// contexts.
 func closeWhileRunning(t *testing.T, c *rlock.Client, wg *sync.WaitGroup, mu *sync.Mutex, bad *[]error, contexts *[]context.Context) {
 	t.Helper()
-	time.Sleep(300 * time.Millisecond)
+	redistest.Eventually(t, "the Client's goroutines take locks", func(context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(*contexts) < 10 {
+			return fmt.Errorf("%d locks taken", len(*contexts))
+		}
+		return nil
+	})
+	// Close wakes the calls and stops its goroutines in milliseconds; the
+	// bound, loose enough for a loaded machine, catches a Close that waits
+	// for the calls or for their locks instead.
 	start := time.Now()
 	require.NoError(t, c.Close())
-	assert.Less(t, time.Since(start), 2*time.Second, "Close returns promptly")
-	waitGroup(t, wg, 10*time.Second, "every call returns after Close")
+	assert.Less(t, time.Since(start), 5*time.Second, "Close returns promptly")
+	waitGroup(t, wg, redistest.Patience, "every call returns after Close")
 
 	mu.Lock()
 	defer mu.Unlock()

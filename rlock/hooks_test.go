@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rlock/rlock/internal/hooktest"
 	"github.com/rlock/rlock/internal/redistest"
 	"github.com/rlock/rlock/rlock"
+	"github.com/rlock/rlock/rlock/hooktest"
 )
 
 func TestHooksReportUncontendedReentryAndRelease(t *testing.T) {
@@ -113,14 +113,19 @@ func TestHooksReportWaits(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ok)
 
-	// A cancelled wait.
+	// A wait cancelled once it began.
 	cctx, cancel := context.WithCancel(t.Context())
-	time.AfterFunc(50*time.Millisecond, cancel)
-	_, err = mu.Lock(cctx)
-	require.ErrorIs(t, err, context.Canceled)
+	go func() {
+		_, err := mu.Lock(cctx)
+		got <- err
+	}()
+	rec.WaitFor(t, "the third waiter waits", func(s hooktest.Events) bool { return s.Waits == 3 })
+	cancel()
+	require.ErrorIs(t, <-got, context.Canceled)
 
-	// A wait past the caller's deadline.
-	dctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	// A wait past the caller's deadline, which leaves the first attempt
+	// time to be refused even on a loaded machine: the call waits.
+	dctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
 	_, err = mu.Lock(dctx)
 	require.ErrorIs(t, err, context.DeadlineExceeded)

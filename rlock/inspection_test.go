@@ -30,11 +30,12 @@ func TestInspectMutex(t *testing.T) {
 	token, _ := mu.FencingToken(ctx)
 
 	// A waiter through another Client.
+	waiter, stranger := sharedClient(t).Mutex(name), sharedClient(t).Mutex(name)
 	waiting := make(chan error, 1)
 	go func() {
-		wctx, err := sharedClient(t).Mutex(name).Lock(t.Context())
+		wctx, err := waiter.Lock(t.Context())
 		if err == nil {
-			err = sharedClient(t).Mutex(name).Unlock(wctx) // not its owner's Client: ErrNotHeld
+			err = stranger.Unlock(wctx) // not its owner's Client: ErrNotHeld
 		}
 		waiting <- err
 	}()

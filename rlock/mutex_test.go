@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlock/rlock/internal/redistest"
 	"github.com/rlock/rlock/rlock"
+	"github.com/rlock/rlock/rlock/hooktest"
 )
 
 // TestMutex runs the Mutex suite on every Redis backend the harness offers.
@@ -94,7 +95,6 @@ func testOtherOwnerWaits(t *testing.T, s redistest.Setup) {
 
 	// The same Client and the parent context: a second owner.
 	got := make(chan error, 1)
-	var unlockedAt time.Time
 	go func() {
 		ctx, err := c.Mutex(name).Lock(t.Context())
 		if err == nil {
@@ -102,19 +102,16 @@ func testOtherOwnerWaits(t *testing.T, s redistest.Setup) {
 		}
 		got <- err
 	}()
+	waitWaiting(t, c, name, 1)
 	select {
 	case err := <-got:
 		t.Fatalf("a second owner took a held lock (err %v)", err)
-	case <-time.After(300 * time.Millisecond):
+	default:
 	}
-	unlockedAt = time.Now()
+	unlockedAt := time.Now()
 	require.NoError(t, c.Mutex(name).Unlock(holder))
-	select {
-	case err := <-got:
-		require.NoError(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("the waiting owner did not get the lock after Unlock")
-	}
+	require.NoError(t, receive(t, got, "the waiting owner's Lock after Unlock"))
+	// A waiter the Unlock did not wake would sleep out the 30 s lease.
 	assert.Less(t, time.Since(unlockedAt), 5*time.Second, "the waiter was served long before the 30 s lease")
 }
 
@@ -123,27 +120,43 @@ func testTryLockNoWait(t *testing.T, s redistest.Setup) {
 	_, err := newRlock(t, s.Client(t)).Mutex(name).Lock(t.Context())
 	require.NoError(t, err)
 
-	mu := newRlock(t, s.Client(t)).Mutex(name)
+	rec := &hooktest.Recorder{}
+	mu := newRlock(t, s.Client(t), rlock.WithHooks(rec)).Mutex(name)
 	parent := t.Context()
-	start := time.Now()
 	ctx, ok, err := mu.TryLock(parent, 0, 0)
 	require.NoError(t, err)
 	assert.False(t, ok, "TryLock(wait=0) on a held lock")
 	assert.Equal(t, parent, ctx, "a failed TryLock returns ctx unchanged")
-	assert.Less(t, time.Since(start), time.Second, "TryLock(wait=0) returns at once")
+	ends := rec.Snapshot().Acquires
+	require.Len(t, ends, 1)
+	assert.Equal(t, 1, ends[0].Attempts, "TryLock(wait=0) tries once")
+	assert.False(t, ends[0].Waited, "and does not wait")
 }
 
 func testTryLockWaitsForUnlock(t *testing.T, s redistest.Setup) {
 	name := redistest.LockName(t)
-	holder := newRlock(t, s.Client(t)).Mutex(name)
+	holderClient := newRlock(t, s.Client(t))
+	holder := holderClient.Mutex(name)
 	hctx, err := holder.Lock(t.Context())
 	require.NoError(t, err)
-	time.AfterFunc(200*time.Millisecond, func() { _ = holder.Unlock(hctx) })
 
 	mu := newRlock(t, s.Client(t)).Mutex(name)
-	ctx, ok, err := mu.TryLock(t.Context(), 5*time.Second, 0)
-	require.NoError(t, err)
-	require.True(t, ok, "TryLock gets the lock the holder frees within the wait")
+	type result struct {
+		ctx context.Context
+		ok  bool
+		err error
+	}
+	res := make(chan result, 1)
+	go func() {
+		ctx, ok, err := mu.TryLock(t.Context(), redistest.Patience, 0)
+		res <- result{ctx, ok, err}
+	}()
+	waitWaiting(t, holderClient, name, 1)
+	require.NoError(t, holder.Unlock(hctx))
+	r := receive(t, res, "TryLock")
+	require.NoError(t, r.err)
+	require.True(t, r.ok, "TryLock gets the lock the holder frees within the wait")
+	ctx := r.ctx
 	n, err := mu.HoldCount(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
@@ -156,16 +169,15 @@ func testLockForExpires(t *testing.T, s redistest.Setup) {
 	ctx, err := mu.LockFor(t.Context(), 200*time.Millisecond)
 	require.NoError(t, err)
 
-	select {
-	case <-ctx.Done():
-	case <-time.After(2 * time.Second):
-		t.Fatal("a 200 ms lease did not end the lock context")
-	}
+	receive(t, ctx.Done(), "the end of a lock context with a 200 ms lease")
 	assert.ErrorIs(t, context.Cause(ctx), rlock.ErrLockLost)
-	require.Eventually(t, func() bool {
-		locked, err := mu.IsLocked(t.Context())
-		return err == nil && !locked
-	}, 2*time.Second, 10*time.Millisecond, "the key expires with its lease")
+	redistest.Eventually(t, "the key expires with its lease", func(ctx context.Context) error {
+		locked, err := mu.IsLocked(ctx)
+		if err == nil && locked {
+			return errors.New("still locked")
+		}
+		return err
+	})
 
 	other, ok, err := newRlock(t, s.Client(t)).Mutex(name).TryLock(t.Context(), 0, time.Second)
 	require.NoError(t, err)
@@ -200,7 +212,7 @@ func testUnlockAfterLeaseTakenOver(t *testing.T, s redistest.Setup) {
 	require.NoError(t, err)
 
 	second := newRlock(t, s.Client(t)).Mutex(name)
-	sctx, ok, err := second.TryLock(t.Context(), 5*time.Second, 0)
+	sctx, ok, err := second.TryLock(t.Context(), redistest.Patience, 0)
 	require.NoError(t, err)
 	require.True(t, ok, "the second owner takes the lock once the lease runs out")
 
@@ -236,15 +248,24 @@ func testFencingTokens(t *testing.T, s redistest.Setup) {
 
 func testCancelWhileWaiting(t *testing.T, s redistest.Setup) {
 	name := redistest.LockName(t)
-	holder := newRlock(t, s.Client(t)).Mutex(name)
+	holderClient := newRlock(t, s.Client(t))
+	holder := holderClient.Mutex(name)
 	hctx, err := holder.Lock(t.Context())
 	require.NoError(t, err)
 	raw := s.Client(t)
 	before := redistest.LastingKeys(t, raw, lockKeys(name))
 
 	ctx, cancel := context.WithCancel(t.Context())
-	time.AfterFunc(100*time.Millisecond, cancel)
-	_, err = newRlock(t, s.Client(t)).Mutex(name).Lock(ctx)
+	defer cancel()
+	waiter := newRlock(t, s.Client(t)).Mutex(name)
+	got := make(chan error, 1)
+	go func() {
+		_, err := waiter.Lock(ctx)
+		got <- err
+	}()
+	waitWaiting(t, holderClient, name, 1)
+	cancel()
+	err = receive(t, got, "the cancelled Lock")
 	require.Error(t, err)
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, before, redistest.LastingKeys(t, raw, lockKeys(name)), "the cancelled waiter left no key")
@@ -277,14 +298,9 @@ func testCloseWakesWaiters(t *testing.T, s redistest.Setup) {
 		_, err := c.Mutex(name).Lock(t.Context())
 		got <- err
 	}()
-	time.Sleep(100 * time.Millisecond)
+	waitWaiting(t, c, name, 1)
 	require.NoError(t, c.Close())
-	select {
-	case err := <-got:
-		assert.ErrorIs(t, err, rlock.ErrClosed)
-	case <-time.After(5 * time.Second):
-		t.Fatal("Close did not wake a waiting Lock")
-	}
+	assert.ErrorIs(t, receive(t, got, "the waiting Lock after Close"), rlock.ErrClosed)
 	_, err = c.Mutex(name).Lock(t.Context())
 	assert.ErrorIs(t, err, rlock.ErrClosed, "Lock after Close")
 }
@@ -301,11 +317,7 @@ func testForceUnlock(t *testing.T, s redistest.Setup) {
 	deleted, err = mu.ForceUnlock(t.Context())
 	require.NoError(t, err)
 	assert.False(t, deleted, "nothing left to delete")
-	select {
-	case <-ctx.Done():
-		assert.ErrorIs(t, context.Cause(ctx), rlock.ErrLockLost)
-	case <-time.After(2 * time.Second):
-		t.Fatal("a force-unlocked hold of this Client did not end")
-	}
+	receive(t, ctx.Done(), "the end of a force-unlocked hold of this Client")
+	assert.ErrorIs(t, context.Cause(ctx), rlock.ErrLockLost)
 	assert.True(t, errors.Is(mu.Unlock(ctx), rlock.ErrNotHeld))
 }

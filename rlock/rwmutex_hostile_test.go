@@ -3,6 +3,7 @@ package rlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -53,9 +54,11 @@ func (e *exclusion) write(hold func()) {
 // effect later.
 func TestRWHostileSharedOwnerAndCancels(t *testing.T) {
 	name := redistest.LockName(t)
-	shared := sharedClient(t).RWMutex(name)
-	writers := sharedClient(t).RWMutex(name)
-	readers := sharedClient(t).RWMutex(name)
+	setup := redistest.Setup{Node: redistest.Shared(t)}
+	clients := []drainable{newDrainable(t, setup), newDrainable(t, setup), newDrainable(t, setup)}
+	shared := clients[0].RWMutex(name)
+	writers := clients[1].RWMutex(name)
+	readers := clients[2].RWMutex(name)
 	var ex exclusion
 	var failures sync.Map
 	fail := func(what string, err error) {
@@ -80,14 +83,14 @@ func TestRWHostileSharedOwnerAndCancels(t *testing.T) {
 			if write {
 				wctx, err := rw.Lock(ctx)
 				if err == nil {
-					ex.write(func() { time.Sleep(time.Millisecond) })
+					ex.write(func() { time.Sleep(time.Millisecond) }) // a hold a reader could break into
 					fail("Unlock", rw.Unlock(wctx))
 				}
 				fail("Lock", err)
 			} else {
 				rctx, err := rw.RLock(ctx)
 				if err == nil {
-					ex.read(func() { time.Sleep(time.Millisecond) })
+					ex.read(func() { time.Sleep(time.Millisecond) }) // a hold a writer could break into
 					fail("RUnlock", rw.RUnlock(rctx))
 				}
 				fail("RLock", err)
@@ -122,7 +125,14 @@ func TestRWHostileSharedOwnerAndCancels(t *testing.T) {
 	assert.EqualValues(t, 160, reentries.Load(), "every re-entry of the shared reader went through")
 	require.NoError(t, shared.RUnlock(base))
 
-	time.Sleep(time.Second)
+	// The churn goes on until writers got in a few more times.
+	writes := ex.writes.Load()
+	redistest.Eventually(t, "writers get in once the shared reader left", func(context.Context) error {
+		if n := ex.writes.Load() - writes; n < 5 {
+			return fmt.Errorf("%d writes since", n)
+		}
+		return nil
+	})
 	close(stop)
 	waitGroup(t, &wg, 30*time.Second, "the churners stop")
 	failures.Range(func(k, _ any) bool {
@@ -135,10 +145,10 @@ func TestRWHostileSharedOwnerAndCancels(t *testing.T) {
 	t.Logf("%d reads, %d writes", ex.reads.Load(), ex.writes.Load())
 
 	raw := redistest.Shared(t).Client(t)
-	time.Sleep(200 * time.Millisecond) // a request given up on would land by now
+	redistest.AssertNoSubscribers(t, raw, lockKeys(name)) // while the Clients live
+	drain(t, clients...)                                  // every request given up on has landed
 	assert.Equal(t, []string{lockKeys(name).Token}, redistest.LastingKeys(t, raw, lockKeys(name)),
 		"no hold or mark left: %v", rwFields(t, raw, name))
-	redistest.AssertNoSubscribers(t, raw, lockKeys(name))
 }
 
 // TestRWHostileCloseWhileEverythingRuns: readers and writers of a Client

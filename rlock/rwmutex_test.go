@@ -2,8 +2,10 @@ package rlock_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 
 	"github.com/rlock/rlock/internal/redistest"
 	"github.com/rlock/rlock/rlock"
+	"github.com/rlock/rlock/rlock/hooktest"
 )
 
 // TestRWMutex runs the RWMutex suite on every Redis backend the harness
@@ -55,6 +58,7 @@ func rwFields(t *testing.T, rc rueidis.Client, name string) map[string]string {
 
 // marks counts the waiting writers' marks in the lock's hash.
 func marks(t *testing.T, rc rueidis.Client, name string) int {
+	t.Helper()
 	n := 0
 	for f := range rwFields(t, rc, name) {
 		if strings.HasSuffix(f, "#wait") {
@@ -62,6 +66,14 @@ func marks(t *testing.T, rc rueidis.Client, name string) int {
 		}
 	}
 	return n
+}
+
+// waitMarks waits until n waiting writers' marks are in the lock's hash.
+func waitMarks(t *testing.T, rc rueidis.Client, name string, n int) {
+	t.Helper()
+	redistest.Eventually(t, fmt.Sprintf("%d writers' marks in %s", n, name), func(context.Context) error {
+		return redistest.Exactly("marks", marks(t, rc, name), n)
+	})
 }
 
 func testReadersShare(t *testing.T, s redistest.Setup) {
@@ -134,7 +146,8 @@ func rlockName(t *testing.T) string { return redistest.LockName(t) }
 
 func testWriterExcludes(t *testing.T, s redistest.Setup) {
 	name := redistest.LockName(t)
-	writer := newRlock(t, s.Client(t)).RWMutex(name)
+	writerClient := newRlock(t, s.Client(t))
+	writer := writerClient.RWMutex(name)
 	wctx, err := writer.Lock(t.Context())
 	require.NoError(t, err)
 	other := newRlock(t, s.Client(t)).RWMutex(name)
@@ -145,7 +158,8 @@ func testWriterExcludes(t *testing.T, s redistest.Setup) {
 	require.NoError(t, err)
 	assert.False(t, ok, "a second writer times out")
 
-	// Readers of two Clients wait; one write Unlock lets them all in.
+	// Readers of three Clients (other, and one new for each odd reader)
+	// wait; one write Unlock lets them all in.
 	const readers = 4
 	got := make(chan error, readers)
 	for i := range readers {
@@ -158,17 +172,14 @@ func testWriterExcludes(t *testing.T, s redistest.Setup) {
 			got <- err
 		}()
 	}
-	time.Sleep(100 * time.Millisecond)
+	waitWaiting(t, writerClient, name, 3) // the readers' three Clients
 	start := time.Now()
 	require.NoError(t, writer.Unlock(wctx))
 	for range readers {
-		select {
-		case err := <-got:
-			require.NoError(t, err)
-		case <-time.After(10 * time.Second):
-			t.Fatal("a write Unlock did not wake every waiting reader")
-		}
+		require.NoError(t, receive(t, got, "a reader woken by the write Unlock"))
 	}
+	// Readers the Unlock did not wake would sleep out the writer's 30 s
+	// lease: 5 s tells the two apart on a loaded machine too.
 	assert.Less(t, time.Since(start), 5*time.Second, "readers woke on the Unlock, not on a lease")
 	n, err := other.ReadHolders(t.Context())
 	require.NoError(t, err)
@@ -224,6 +235,7 @@ func testUpgrade(t *testing.T, s redistest.Setup) {
 	_, ok, err := rw.TryLock(mctx, time.Minute, 0)
 	assert.ErrorIs(t, err, rlock.ErrUpgrade, "the same owner through a context without the read hold")
 	assert.False(t, ok)
+	// A TryLock that waited would take its minute: 5 s tells the two apart.
 	assert.Less(t, time.Since(start), 5*time.Second, "ErrUpgrade comes at once")
 
 	require.NoError(t, rw.RUnlock(rctx))
@@ -245,9 +257,11 @@ func testWriterPreferred(t *testing.T, s redistest.Setup) {
 		assert.NoError(t, err)
 		wrote <- wctx
 	}()
-	require.Eventually(t, func() bool { return marks(t, s.Client(t), name) == 1 }, 5*time.Second, 10*time.Millisecond, "the writer waits")
+	raw := s.Client(t)
+	waitMarks(t, raw, name, 1) // the writer waits
 
-	late := newRlock(t, s.Client(t)).RWMutex(name)
+	lateRec := &hooktest.Recorder{}
+	late := newRlock(t, s.Client(t), rlock.WithHooks(lateRec)).RWMutex(name)
 	_, ok, err := late.TryRLock(t.Context(), 200*time.Millisecond, 0)
 	require.NoError(t, err)
 	assert.False(t, ok, "a new reader waits behind a waiting writer")
@@ -264,25 +278,16 @@ func testWriterPreferred(t *testing.T, s redistest.Setup) {
 	}()
 	require.NoError(t, reader.RUnlock(inner))
 	require.NoError(t, reader.RUnlock(rctx))
-	var wctx context.Context
-	select {
-	case wctx = <-wrote:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the last RUnlock did not wake the writer")
-	}
+	wctx := receive(t, wrote, "the writer woken by the last RUnlock")
+	waitWaits(t, lateRec, 2) // the late reader's TryRLock waited, and now its RLock does
 	select {
 	case err := <-lateGot:
 		t.Fatalf("a reader got in while the writer holds (err %v)", err)
-	case <-time.After(100 * time.Millisecond):
+	default:
 	}
 	require.NoError(t, writer.Unlock(wctx))
-	select {
-	case err := <-lateGot:
-		require.NoError(t, err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("the write Unlock did not wake the reader")
-	}
-	assert.Zero(t, marks(t, s.Client(t), name), "no waiting mark left")
+	require.NoError(t, receive(t, lateGot, "the reader woken by the write Unlock"))
+	assert.Zero(t, marks(t, raw, name), "no waiting mark left")
 }
 
 func testWriterGivesUp(t *testing.T, s redistest.Setup) {
@@ -310,19 +315,27 @@ func testRWCancelWhileWaiting(t *testing.T, s redistest.Setup) {
 	require.NoError(t, err)
 	raw := s.Client(t)
 
-	waiter := newRlock(t, s.Client(t)).RWMutex(name)
-	ctx, cancel := context.WithCancel(t.Context())
-	time.AfterFunc(100*time.Millisecond, cancel)
-	_, err = waiter.Lock(ctx)
+	rec := &hooktest.Recorder{}
+	waiter := newRlock(t, s.Client(t), rlock.WithHooks(rec)).RWMutex(name)
+	// cancelWaiting cancels a call of waiter's once it is the n-th to wait,
+	// and returns the call's error.
+	cancelWaiting := func(n int, call func(context.Context) error) error {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		got := make(chan error, 1)
+		go func() { got <- call(ctx) }()
+		waitWaits(t, rec, n)
+		cancel()
+		return receive(t, got, "the cancelled call")
+	}
+	err = cancelWaiting(1, func(ctx context.Context) error { _, err := waiter.Lock(ctx); return err })
 	assert.ErrorIs(t, err, context.Canceled, "a cancelled writer")
 	assert.Zero(t, marks(t, raw, name), "the cancelled writer left no mark")
 	require.NoError(t, rw.RUnlock(rctx))
 
 	wctx, err := rw.Lock(t.Context())
 	require.NoError(t, err)
-	ctx, cancel = context.WithCancel(t.Context())
-	time.AfterFunc(100*time.Millisecond, cancel)
-	_, err = waiter.RLock(ctx)
+	err = cancelWaiting(2, func(ctx context.Context) error { _, err := waiter.RLock(ctx); return err })
 	assert.ErrorIs(t, err, context.Canceled, "a cancelled reader")
 	require.NoError(t, rw.Unlock(wctx))
 	assert.Equal(t, []string{lockKeys(name).Token}, redistest.LastingKeys(t, raw, lockKeys(name)), "the cancelled waiters left no hold")
@@ -342,20 +355,15 @@ func testRWCloseWakesWaiters(t *testing.T, s redistest.Setup) {
 		got <- err
 	}()
 	raw := s.Client(t)
-	require.Eventually(t, func() bool { return marks(t, raw, name) == 1 }, 5*time.Second, 10*time.Millisecond, "the writer waits")
+	waitMarks(t, raw, name, 1) // the writer waits
 	go func() {
 		_, err := c.RWMutex(name).RLock(t.Context())
 		got <- err
 	}()
-	require.Eventually(t, func() bool { return marks(t, raw, name) == 2 }, 5*time.Second, 10*time.Millisecond, "a reader waits behind it")
+	waitMarks(t, raw, name, 2) // a reader waits behind it
 	require.NoError(t, c.Close())
 	for range 2 {
-		select {
-		case err := <-got:
-			assert.ErrorIs(t, err, rlock.ErrClosed)
-		case <-time.After(5 * time.Second):
-			t.Fatal("Close did not wake a waiter")
-		}
+		assert.ErrorIs(t, receive(t, got, "a waiter woken by Close"), rlock.ErrClosed)
 	}
 	_, err = c.RWMutex(name).RLock(t.Context())
 	assert.ErrorIs(t, err, rlock.ErrClosed, "RLock after Close")
@@ -368,16 +376,15 @@ func testRWLeaseEndsHold(t *testing.T, s redistest.Setup) {
 	rctx, ok, err := rw.TryRLock(t.Context(), 0, 200*time.Millisecond)
 	require.NoError(t, err)
 	require.True(t, ok)
-	select {
-	case <-rctx.Done():
-	case <-time.After(2 * time.Second):
-		t.Fatal("a 200 ms read lease did not end the read context")
-	}
+	receive(t, rctx.Done(), "the end of a read context with a 200 ms lease")
 	assert.ErrorIs(t, context.Cause(rctx), rlock.ErrLockLost)
-	require.Eventually(t, func() bool {
-		n, err := rw.ReadHolders(t.Context())
-		return err == nil && n == 0
-	}, 2*time.Second, 10*time.Millisecond, "the read hold ends in Redis with its lease")
+	redistest.Eventually(t, "the read hold ends in Redis with its lease", func(ctx context.Context) error {
+		n, err := rw.ReadHolders(ctx)
+		if err != nil {
+			return err
+		}
+		return redistest.Exactly("read holders", n, 0)
+	})
 	assert.ErrorIs(t, rw.RUnlock(rctx), rlock.ErrNotHeld, "RUnlock after the lease ended")
 }
 
@@ -392,7 +399,7 @@ func TestRWWatchdogRenews(t *testing.T) {
 	require.NoError(t, err)
 	r, err := rw.RLock(w)
 	require.NoError(t, err)
-	time.Sleep(2 * lease)
+	time.Sleep(2 * lease) // the thing under test: two leases pass, and only renewals keep the holds
 	require.NoError(t, w.Err(), "the watchdog renewed the write hold (cause: %v)", context.Cause(w))
 	require.NoError(t, r.Err(), "the watchdog renewed the read hold (cause: %v)", context.Cause(r))
 	left, err := rw.RemainingLease(t.Context())
@@ -410,27 +417,38 @@ func testDeadReaderAmongLive(t *testing.T, s redistest.Setup) {
 	_, ok, err := dead.TryRLock(t.Context(), 0, 300*time.Millisecond)
 	require.NoError(t, err)
 	require.True(t, ok)
-	live := newRlock(t, s.Client(t), rlock.WithLeaseTime(2*time.Second)).RWMutex(name)
+	liveClient := newRlock(t, s.Client(t), rlock.WithLeaseTime(2*time.Second))
+	live := liveClient.RWMutex(name)
 	lctx, err := live.RLock(t.Context())
 	require.NoError(t, err)
 
-	require.Eventually(t, func() bool {
-		n, err := live.ReadHolders(t.Context())
-		return err == nil && n == 1
-	}, 3*time.Second, 20*time.Millisecond, "the dead reader stops holding within its lease")
+	start := time.Now()
+	redistest.Eventually(t, "the dead reader stops holding", func(ctx context.Context) error {
+		n, err := live.ReadHolders(ctx)
+		if err != nil {
+			return err
+		}
+		return redistest.Exactly("read holders", n, 1)
+	})
+	// Its 300 ms lease, with a loaded machine's margin: a reader that
+	// outlived its lease would hold for as long as Patience.
+	assert.Less(t, time.Since(start), 3*time.Second, "the dead reader stops holding within its lease")
 	require.NoError(t, lctx.Err(), "the live reader holds on")
 
 	writer := newRlock(t, s.Client(t)).RWMutex(name)
-	start := time.Now()
+	wrote := make(chan context.Context, 1)
 	go func() {
-		time.Sleep(200 * time.Millisecond)
-		assert.NoError(t, live.RUnlock(lctx))
+		wctx, ok, err := writer.TryLock(t.Context(), redistest.Patience, 0)
+		assert.NoError(t, err)
+		assert.True(t, ok, "the writer gets in once the live reader leaves")
+		wrote <- wctx
 	}()
-	wctx, ok, err := writer.TryLock(t.Context(), 5*time.Second, 0)
-	require.NoError(t, err)
-	require.True(t, ok, "the writer gets in once the live reader leaves")
-	assert.Less(t, time.Since(start), 3*time.Second)
-	require.NoError(t, writer.Unlock(wctx))
+	waitMarks(t, s.Client(t), name, 1) // the writer waits
+	require.NoError(t, live.RUnlock(lctx))
+	wctx := receive(t, wrote, "the writer's TryLock")
+	if wctx != nil {
+		require.NoError(t, writer.Unlock(wctx))
+	}
 }
 
 func testRWFencingTokens(t *testing.T, s redistest.Setup) {
@@ -553,6 +571,7 @@ func testReaderNotStarved(t *testing.T, s redistest.Setup) {
 	name := redistest.LockName(t)
 	ctx, stop := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
+	var writes atomic.Int32
 	for range 2 {
 		rw := newRlock(t, s.Client(t)).RWMutex(name)
 		wg.Go(func() {
@@ -561,7 +580,8 @@ func testReaderNotStarved(t *testing.T, s redistest.Setup) {
 				if err != nil {
 					return
 				}
-				time.Sleep(2 * time.Millisecond)
+				writes.Add(1)
+				time.Sleep(2 * time.Millisecond) // a write hold, so that the other writer waits
 				assert.NoError(t, rw.Unlock(wctx))
 			}
 		})
@@ -570,7 +590,12 @@ func testReaderNotStarved(t *testing.T, s redistest.Setup) {
 		stop()
 		wg.Wait()
 	}()
-	time.Sleep(100 * time.Millisecond)
+	redistest.Eventually(t, "the writers take turns", func(context.Context) error {
+		if n := writes.Load(); n < 5 {
+			return fmt.Errorf("%d writes", n)
+		}
+		return nil
+	})
 	reader := newRlock(t, s.Client(t)).RWMutex(name)
 	for range 3 {
 		rctx, ok, err := reader.TryRLock(t.Context(), 10*time.Second, 0)

@@ -3,6 +3,7 @@ package rlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -58,7 +59,7 @@ func TestSemaphoreHostileSharedOwner(t *testing.T) {
 				}
 				held.enter()
 				assert.Equal(t, owner, ctx, "the shared owner's context carries every permit")
-				time.Sleep(time.Millisecond)
+				time.Sleep(time.Millisecond) // a hold, so that the goroutines' permits overlap
 				held.leave()
 				assert.NoError(t, sem.Release(ctx))
 			}
@@ -81,9 +82,12 @@ func TestSemaphoreHostileCancelStorm(t *testing.T) {
 	const permits, goroutines, attempts = 4, 150, 5
 	node := redistest.Shared(t)
 	name := redistest.LockName(t)
+	var clients []drainable
 	var sems []*rlock.Semaphore
 	for range 3 {
-		sems = append(sems, newRlock(t, node.Client(t)).Semaphore(name))
+		c := newDrainable(t, redistest.Setup{Node: node})
+		clients = append(clients, c)
+		sems = append(sems, c.Semaphore(name))
 	}
 	_, err := sems[0].TrySetPermits(t.Context(), permits)
 	require.NoError(t, err)
@@ -103,7 +107,7 @@ func TestSemaphoreHostileCancelStorm(t *testing.T) {
 				}
 				got.Add(1)
 				held.enter()
-				time.Sleep(time.Duration(rand.IntN(500)) * time.Microsecond)
+				time.Sleep(time.Duration(rand.IntN(500)) * time.Microsecond) // holds of varied length
 				held.leave()
 				assert.NoError(t, sem.Release(pctx), "Release works after the caller's context ended")
 				cancel()
@@ -113,8 +117,8 @@ func TestSemaphoreHostileCancelStorm(t *testing.T) {
 	wg.Wait()
 	t.Logf("%d of %d acquires got a permit; at most %d held at once", got.Load(), goroutines*attempts, held.most.Load())
 	assert.LessOrEqual(t, held.most.Load(), int32(permits))
-	time.Sleep(100 * time.Millisecond) // a late copy of a given-up call would have landed
-	assert.Equal(t, permits, available(t, sems[0]), "every permit is free")
+	drain(t, clients...) // every late copy of a given-up call has landed
+	assert.Equal(t, permits, available(t, sharedClient(t).Semaphore(name)), "every permit is free")
 	assert.False(t, exists(t, node.Client(t), semaphoreKeys(name).Hash), "no holder left behind")
 }
 
@@ -142,7 +146,7 @@ func TestSemaphoreHostileCloseWhileRunning(t *testing.T) {
 					return
 				}
 				ctxs.Store(ctx, true)
-				time.Sleep(time.Millisecond)
+				time.Sleep(time.Millisecond) // a hold for Close to meet
 				if err := sem.Release(ctx); err != nil {
 					assert.True(t, errors.Is(err, rlock.ErrClosed) || errors.Is(err, rlock.ErrLockLost), "goroutine %d: %v", i, err)
 					return
@@ -150,7 +154,14 @@ func TestSemaphoreHostileCloseWhileRunning(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(200 * time.Millisecond)
+	redistest.Eventually(t, "the Client's goroutines take permits", func(context.Context) error {
+		n := 0
+		ctxs.Range(func(any, any) bool { n++; return true })
+		if n < 10 {
+			return fmt.Errorf("%d permits taken", n)
+		}
+		return nil
+	})
 	require.NoError(t, c.Close())
 	wg.Wait()
 	ctxs.Range(func(k, _ any) bool {

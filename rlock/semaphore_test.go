@@ -137,17 +137,14 @@ func testSemaphoreReleaseWakesWaiter(t *testing.T, s redistest.Setup) {
 		}
 		got <- result{at, err}
 	}()
-	time.Sleep(200 * time.Millisecond) // the waiter is asleep on the channel
+	redistest.WaitSubscribers(t, s.Client(t), semaphoreKeys(name).Channel, 1) // the waiter is asleep on the channel
 	released := time.Now()
 	require.NoError(t, sem.Release(held))
-	select {
-	case r := <-got:
-		require.NoError(t, r.err)
-		// The lease is 30 s: only the release's message wakes it this soon.
-		assert.Less(t, r.at.Sub(released), 3*time.Second, "the waiter wakes on the release")
-	case <-time.After(10 * time.Second):
-		t.Fatal("the waiter did not get the permit that came back")
-	}
+	r := receive(t, got, "the waiter's Acquire of the permit that came back")
+	require.NoError(t, r.err)
+	// The lease is 30 s: only the release's message wakes it this soon,
+	// even on a loaded machine.
+	assert.Less(t, r.at.Sub(released), 3*time.Second, "the waiter wakes on the release")
 }
 
 func testSemaphoreAddPermitsWakesAll(t *testing.T, s redistest.Setup) {
@@ -164,16 +161,12 @@ func testSemaphoreAddPermitsWakesAll(t *testing.T, s redistest.Setup) {
 			done <- err
 		}()
 	}
-	time.Sleep(200 * time.Millisecond) // refused: no permits were ever set
+	// Refused (no permits were ever set), each Client subscribed.
+	redistest.WaitSubscribers(t, s.Client(t), semaphoreKeys(name).Channel, waiters)
 	sem := newRlock(t, s.Client(t)).Semaphore(name)
 	require.NoError(t, sem.AddPermits(t.Context(), waiters))
 	for range waiters {
-		select {
-		case err := <-done:
-			assert.NoError(t, err)
-		case <-time.After(10 * time.Second):
-			t.Fatal("AddPermits did not wake every waiter (the lease is 30 s)")
-		}
+		assert.NoError(t, receive(t, done, "a waiter woken by AddPermits"))
 	}
 	assert.Equal(t, waiters, available(t, sem))
 }
@@ -186,9 +179,11 @@ func testSemaphoreFixedLeaseComesBack(t *testing.T, s redistest.Setup) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	start := time.Now()
-	other, ok, err := sem.TryAcquire(t.Context(), 5*time.Second, 0)
+	other, ok, err := sem.TryAcquire(t.Context(), redistest.Patience, 0)
 	require.NoError(t, err)
 	require.True(t, ok, "the permit comes back when its lease ends")
+	// Ten times the 300 ms lease, for a loaded machine: a permit that
+	// outlived its lease would keep the waiter until Patience.
 	assert.Less(t, time.Since(start), 3*time.Second)
 	assert.ErrorIs(t, context.Cause(ctx), rlock.ErrLockLost, "the expired permit's context says it is lost")
 	assert.ErrorIs(t, sem.Release(ctx), rlock.ErrNotHeld)
@@ -221,7 +216,7 @@ func testSemaphoreDeadHolderComesBack(t *testing.T, s redistest.Setup) {
 	require.NoError(t, err)
 	require.True(t, ok, "the dead holder's permit comes back")
 	assert.Less(t, time.Since(start), lease+time.Second, "within its lease (and a second for a loaded machine)")
-	time.Sleep(2 * lease)
+	time.Sleep(2 * lease) // the thing under test: two leases pass, and only renewals keep the live permit
 	assert.NoError(t, kept.Err(), "the live holder's permit was renewed meanwhile")
 	assert.Equal(t, 0, available(t, live))
 	require.NoError(t, live.Release(ctx))
@@ -234,7 +229,7 @@ func testSemaphoreWatchdogKeepsPermits(t *testing.T, s redistest.Setup) {
 	require.NoError(t, err)
 	ctx, err := sem.Acquire(t.Context())
 	require.NoError(t, err)
-	time.Sleep(3 * watchdogLease)
+	time.Sleep(3 * watchdogLease) // the thing under test: three leases pass, and only renewals keep the permit
 	assert.NoError(t, ctx.Err(), "the watchdog renews the permit")
 	assert.Equal(t, 0, available(t, sem), "and Redis still counts it")
 	require.NoError(t, sem.Release(ctx))

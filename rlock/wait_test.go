@@ -17,12 +17,15 @@ import (
 	"github.com/rlock/rlock/internal/redistest"
 	"github.com/rlock/rlock/internal/slot"
 	"github.com/rlock/rlock/rlock"
+	"github.com/rlock/rlock/rlock/hooktest"
 )
 
 // handoffBound is how soon a waiter must hold a lock after its holder's
-// Unlock: far below the 30 s default lease, so it cannot be the lease
-// running out, and generous for a loaded 2-core machine under -race.
-const handoffBound = 200 * time.Millisecond
+// Unlock. A waiter that missed the wake-up would sleep until the holder's
+// 30 s lease ran out, so any bound well below that tells the two apart; 5 s
+// is generous for a loaded 2-core machine under -race. How fast a handoff
+// is, BenchmarkHandoff measures.
+const handoffBound = 5 * time.Second
 
 // TestWaiting runs the pub/sub waiting suite on every setup.
 func TestWaiting(t *testing.T) {
@@ -36,21 +39,24 @@ func TestWaiting(t *testing.T) {
 // handoffBound of the holder's Unlock, while the holder's lease is 30 s.
 func testHandoff(t *testing.T, s redistest.Setup) {
 	name := redistest.LockName(t)
-	holder := newRlock(t, s.Client(t)).Mutex(name)
+	raw := s.Client(t)
+	holderClient := newRlock(t, s.Client(t))
+	holder := holderClient.Mutex(name)
 	waiter := newRlock(t, s.Client(t)).Mutex(name)
 	for round := range 5 {
 		hctx, err := holder.Lock(t.Context())
 		require.NoError(t, err)
 		acquired, got := lockInBackground(t, waiter)
-		time.Sleep(50 * time.Millisecond) // let the waiter block
+		waitWaiting(t, holderClient, name, 1)
 		start := time.Now()
 		require.NoError(t, holder.Unlock(hctx))
-		took := (<-acquired).Sub(start)
+		took := receive(t, acquired, "the waiter's Lock").Sub(start)
 		require.NoError(t, <-got)
 		t.Logf("round %d: handoff %v", round, took)
 		assert.Less(t, took, handoffBound, "round %d: handoff took %v with a 30 s lease", round, took)
+		// The next round waits for a subscription of its own.
+		redistest.AssertNoSubscribers(t, raw, lockKeys(name))
 	}
-	redistest.AssertNoSubscribers(t, s.Client(t), lockKeys(name))
 }
 
 // testManyWaiters: 1 000 waiters on 100 locks, all through one Client and
@@ -58,7 +64,8 @@ func testHandoff(t *testing.T, s redistest.Setup) {
 func testManyWaiters(t *testing.T, s redistest.Setup) {
 	const locks, perLock = 100, 10
 	holders := newRlock(t, s.Client(t))
-	waiters := newRlock(t, s.Client(t))
+	rec := &hooktest.Recorder{}
+	waiters := newRlock(t, s.Client(t), rlock.WithHooks(rec))
 	names := make([]string, locks)
 	held := make([]context.Context, locks)
 	for i := range names {
@@ -89,7 +96,10 @@ func testManyWaiters(t *testing.T, s redistest.Setup) {
 			assert.NoError(t, mu.Unlock(lctx))
 		})
 	}
-	time.Sleep(200 * time.Millisecond) // let them queue up behind the holders
+	waitWaits(t, rec, locks*perLock) // every waiter found its lock held
+	for _, name := range names {
+		waitWaiting(t, holders, name, 1)
+	}
 	for i, name := range names {
 		require.NoError(t, holders.Mutex(name).Unlock(held[i]))
 	}
@@ -111,9 +121,9 @@ func testManyWaiters(t *testing.T, s redistest.Setup) {
 	}
 }
 
-// TestWaitingDoesNotPoll holds a lock for 2 s against 20 waiters: they make
-// a bounded number of acquire attempts when they start, then none until the
-// holder unlocks, however long the hold lasts.
+// TestWaitingDoesNotPoll holds a lock against 20 waiters: they make a
+// bounded number of acquire attempts when they start, then none for the
+// next 1.5 s of the hold, until the holder unlocks.
 func TestWaitingDoesNotPoll(t *testing.T) {
 	const waiters = 20
 	node := redistest.New(t, redistest.Config{})
@@ -123,7 +133,8 @@ func TestWaitingDoesNotPoll(t *testing.T) {
 	hctx, err := holder.Lock(t.Context())
 	require.NoError(t, err)
 
-	c := newRlock(t, node.Client(t))
+	rec := &hooktest.Recorder{}
+	c := newRlock(t, node.Client(t), rlock.WithHooks(rec))
 	var wg sync.WaitGroup
 	before := redistest.ScriptCalls(t, raw)
 	for range waiters {
@@ -135,9 +146,18 @@ func TestWaitingDoesNotPoll(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(500 * time.Millisecond)
+	// Each waiter tries once, finds the lock held, subscribes (the Client
+	// once for all) and tries again, and only then sleeps.
+	waitWaits(t, rec, waiters)
+	redistest.WaitSubscribers(t, raw, lockKeys(name).Channel, 1) // not Inspect: a script, which would count
+	redistest.Eventually(t, "every waiter tried again after subscribing", func(ctx context.Context) error {
+		if n := redistest.ScriptCalls(t, raw) - before; n < 2*waiters {
+			return fmt.Errorf("%d acquire attempts by %d waiters", n, waiters)
+		}
+		return nil
+	})
 	settled := redistest.ScriptCalls(t, raw)
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(1500 * time.Millisecond) // the thing under test: a long hold, during which nobody polls
 	quiet := redistest.ScriptCalls(t, raw)
 
 	t.Logf("%d waiters: %d acquire attempts while starting, %d during the next 1.5 s of the hold", waiters, settled-before, quiet-settled)
@@ -165,23 +185,18 @@ func TestWaitingSurvivesLostWakeup(t *testing.T) {
 	require.NoError(t, err)
 
 	acquired, got := lockInBackground(t, newRlock(t, node.Client(t)).Mutex(name))
-	require.Eventually(t, func() bool {
-		n, err := redistest.Subscribers(t.Context(), raw, lockKeys(name).Channel)
-		return err == nil && n == 1
-	}, 5*time.Second, 10*time.Millisecond, "the waiter subscribes")
+	redistest.WaitSubscribers(t, raw, lockKeys(name).Channel, 1)
 
 	killed := killSubscribers(t, raw)
 	require.NotZero(t, killed, "the waiter's subscribed connection was found and killed")
 	start := time.Now()
 	require.NoError(t, holder.Unlock(hctx))
-	select {
-	case at := <-acquired:
-		require.NoError(t, <-got)
-		t.Logf("acquired %v after the unlock whose message was lost", at.Sub(start))
-		assert.Less(t, at.Sub(start), 10*time.Second, "the waiter got the lock long before the 30 s lease")
-	case <-time.After(20 * time.Second):
-		t.Fatal("a lost wake-up left the waiter asleep")
-	}
+	at := receive(t, acquired, "the waiter's Lock after a lost wake-up")
+	require.NoError(t, <-got)
+	t.Logf("acquired %v after the unlock whose message was lost", at.Sub(start))
+	// Without the resubscribe's wake-up the waiter would sleep out the 30 s
+	// lease: 10 s tells the two apart, even on a loaded machine.
+	assert.Less(t, at.Sub(start), 10*time.Second, "the waiter got the lock long before the 30 s lease")
 	redistest.AssertNoSubscribers(t, raw, lockKeys(name))
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rlock/rlock/internal/redistest"
 	"github.com/rlock/rlock/rlock"
+	"github.com/rlock/rlock/rlock/hooktest"
 )
 
 // watchdogLease is short so that renewals happen often in a test.
@@ -21,7 +22,7 @@ func TestWatchdogKeepsLockUntilUnlock(t *testing.T) {
 	ctx, err := mu.Lock(t.Context())
 	require.NoError(t, err)
 
-	time.Sleep(5 * watchdogLease)
+	time.Sleep(5 * watchdogLease) // the thing under test: five leases pass, and only renewals keep the lock
 	require.NoError(t, ctx.Err(), "the lock context lives while the watchdog renews")
 	n, err := mu.HoldCount(ctx)
 	require.NoError(t, err)
@@ -33,7 +34,7 @@ func TestWatchdogKeepsLockUntilUnlock(t *testing.T) {
 	require.NoError(t, mu.Unlock(ctx))
 	raw := node.Client(t)
 	before := redistest.ScriptCalls(t, raw)
-	time.Sleep(2 * watchdogLease)
+	time.Sleep(2 * watchdogLease) // the thing under test: six renew intervals pass without a renewal
 	assert.Equal(t, before, redistest.ScriptCalls(t, raw), "no renewal reaches Redis after Unlock")
 }
 
@@ -68,11 +69,7 @@ func TestWatchdogDetectsLoss(t *testing.T) {
 			require.NoError(t, err)
 
 			lose(t, lockKeys(redistest.LockName(t)).Hash)
-			select {
-			case <-ctx.Done():
-			case <-time.After(watchdogLease/3 + 2*time.Second):
-				t.Fatal("the holder was not told its lock was lost")
-			}
+			receive(t, ctx.Done(), "the holder told of its loss")
 			assert.ErrorIs(t, context.Cause(ctx), rlock.ErrLockLost)
 			assert.ErrorIs(t, mu.Unlock(ctx), rlock.ErrNotHeld)
 
@@ -93,10 +90,14 @@ func TestWatchdogRedisPaused(t *testing.T) {
 		t.Skip("the Redis at REDIS_ADDR cannot be paused by the test")
 	}
 	name := redistest.LockName(t)
-	mu := newRlock(t, node.Client(t), rlock.WithLeaseTime(watchdogLease)).Mutex(name)
+	rec := &hooktest.Recorder{}
+	mu := newRlock(t, node.Client(t), rlock.WithLeaseTime(watchdogLease), rlock.WithHooks(rec)).Mutex(name)
 	ctx, err := mu.Lock(t.Context())
 	require.NoError(t, err)
-	time.Sleep(watchdogLease / 2)
+	// The pause comes after a renewal, which moved the local deadline on.
+	rec.WaitFor(t, "a round renews the hold", func(s hooktest.Events) bool {
+		return len(s.Rounds) > 0 && s.Rounds[len(s.Rounds)-1].Renewed > 0
+	})
 
 	paused := time.Now()
 	require.NoError(t, node.Pause(t.Context()))
@@ -106,20 +107,18 @@ func TestWatchdogRedisPaused(t *testing.T) {
 			_ = node.Resume(context.Background())
 		}
 	})
-	select {
-	case <-ctx.Done():
-	case <-time.After(3 * watchdogLease):
-		t.Fatal("the holder still believed it held the lock long after its lease")
-	}
+	receive(t, ctx.Done(), "the end of the hold while Redis is paused")
 	lostAfter := time.Since(paused)
 	assert.ErrorIs(t, context.Cause(ctx), rlock.ErrLockLost)
+	// The bound is the property under test: the holder stops believing
+	// before the lease that Redis counts from the last renewal runs out.
 	assert.Less(t, lostAfter, watchdogLease, "the context was done before the lease, counted from the pause, ran out")
 
-	time.Sleep(watchdogLease)
+	time.Sleep(watchdogLease) // the fault: Redis stays paused past the lease
 	require.NoError(t, node.Resume(t.Context()))
 	resumed = true
 	other := newRlock(t, node.Client(t), rlock.WithLeaseTime(watchdogLease)).Mutex(name)
-	octx, ok, err := other.TryLock(t.Context(), 5*time.Second, 0)
+	octx, ok, err := other.TryLock(t.Context(), redistest.Patience, 0)
 	require.NoError(t, err)
 	require.True(t, ok, "another client takes the lock after Redis resumes")
 	require.NoError(t, other.Unlock(octx))

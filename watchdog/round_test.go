@@ -2,6 +2,7 @@ package watchdog_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -27,11 +28,14 @@ func TestRenewalsKeepLockAlive(t *testing.T) {
 	added := time.Now()
 	require.NoError(t, w.Add(h))
 
-	time.Sleep(4 * lease)
+	time.Sleep(4 * lease) // the thing under test: four leases pass, and only renewals keep the key
 	assert.True(t, exists(t, rc, h.Key), "key expired while renewed")
 	sent := rec.sentTimes(h)
 	// A renewal every lease/3 makes 12 in 4 leases; allow for a slow machine.
 	assert.GreaterOrEqual(t, len(sent), 6, "renewals in 4 leases")
+	// The bounds are the property: a renewal later than a lease after the
+	// one before lets the key expire, and one sooner than lease/6 renews
+	// for nothing.
 	prev := added
 	for i, s := range sent {
 		gap := s.Sub(prev)
@@ -43,8 +47,12 @@ func TestRenewalsKeepLockAlive(t *testing.T) {
 	assert.Zero(t, rec.losses(h))
 
 	w.Remove(h)
-	require.Eventually(t, func() bool { return !exists(t, rc, h.Key) },
-		3*lease, 10*time.Millisecond, "key outlived its lease after Remove")
+	redistest.Eventually(t, "the key expires after Remove", func(context.Context) error {
+		if exists(t, rc, h.Key) {
+			return fmt.Errorf("%s still exists", h.Key)
+		}
+		return nil
+	})
 }
 
 func TestLostWhenFieldIsGone(t *testing.T) {
@@ -78,7 +86,7 @@ func TestLostWhenFieldIsGone(t *testing.T) {
 			renewals := len(rec.sentTimes(holds[0]))
 			assert.Equal(t, 1, w.Len(), "the lost hold is still registered")
 
-			time.Sleep(2 * lease / 3 * 2) // two periods
+			time.Sleep(2 * lease / 3 * 2) // the thing under test: two periods pass without a callback
 			assert.Equal(t, 1, rec.losses(holds[0]), "Lost calls")
 			assert.Len(t, rec.sentTimes(holds[0]), renewals, "Renewed called after Lost")
 			assert.Zero(t, rec.losses(holds[1]), "the other hold was lost")
@@ -134,7 +142,7 @@ func TestFailedRenewalsAreRetried(t *testing.T) {
 		// that get through once the link is back, however late they are.
 		proxy.Cut()
 		require.NoError(t, admin.Do(context.Background(), admin.B().Persist().Key(h.Key).Build()).Error())
-		time.Sleep(lease)
+		time.Sleep(lease) // the fault: the link stays cut for three renew periods
 		proxy.Heal()
 		healed := rec.renewals()
 		require.Eventually(t, func() bool { return rec.renewals() > healed },
@@ -178,13 +186,19 @@ func TestLostAfterRedisRestartedEmpty(t *testing.T) {
 	rec := newRecorder()
 	holds := rec.holds(t, 150)
 	lock(t, rc, time.Minute, holds...)
-	w := start(t, rc, lease, nil)
+	var warns warnings
+	w := start(t, rc, lease, slog.New(&warns))
 	addAll(t, w, holds...)
 	require.Eventually(t, func() bool { return rec.renewals() >= len(holds) }, 2*lease, 5*time.Millisecond, "first renewals")
 
 	ctx := context.Background()
 	require.NoError(t, node.Kill(ctx))
-	time.Sleep(lease / 3)
+	redistest.Eventually(t, "a round fails while Redis is down", func(context.Context) error {
+		if warns.count() == 0 {
+			return errors.New("no failed round logged")
+		}
+		return nil
+	})
 	assert.Equal(t, len(holds), w.Len(), "holds dropped while Redis was down")
 	require.NoError(t, node.Restart(ctx))
 

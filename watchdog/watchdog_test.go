@@ -70,7 +70,7 @@ func TestCloseDropsHoldsAndRefusesAdd(t *testing.T) {
 	assert.NoError(t, w.Close(), "second Close")
 	w.Remove(holds[0]) // a no-op after Close
 
-	time.Sleep(2 * lease / 3)
+	time.Sleep(2 * lease / 3) // the thing under test: two periods pass without a callback
 	assert.Equal(t, after, rec.renewals(), "Renewed called after Close returned")
 }
 
@@ -131,7 +131,7 @@ func TestRemoveIsSynchronous(t *testing.T) {
 				if time.Since(began) >= delay {
 					waited.Add(1)
 				}
-				time.Sleep(lease / 100)
+				time.Sleep(lease / 100) // removals spread over time, to meet rounds in flight
 			}
 		})
 	}
@@ -141,7 +141,7 @@ func TestRemoveIsSynchronous(t *testing.T) {
 	assert.Positive(t, waited.Load(), "no removal met a round in flight")
 
 	before := renewCalls(t, admin)
-	time.Sleep(2 * lease / 3 * 2) // two periods
+	time.Sleep(2 * lease / 3 * 2) // the thing under test: two periods pass without a renewal
 	assert.Equal(t, before, renewCalls(t, admin), "renew calls after every hold was removed")
 	assert.Zero(t, late.Load(), "callbacks that started after Remove returned")
 }
@@ -185,6 +185,6 @@ func TestRemoveFromCallbacks(t *testing.T) {
 	}
 	assert.Zero(t, w.Len(), "holds left")
 	calls := bystanderCalls.Load()
-	time.Sleep(2 * lease / 3)
+	time.Sleep(2 * lease / 3) // the thing under test: two periods pass without a callback
 	assert.Equal(t, calls, bystanderCalls.Load(), "bystander renewed after its removal")
 }

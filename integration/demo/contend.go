@@ -8,7 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rlock/rlock/internal/redistest"
+	"github.com/redis/rueidis"
+
 	"github.com/rlock/rlock/rlock"
 )
 
@@ -22,9 +23,10 @@ type section struct {
 	start, end time.Time
 }
 
-// contend runs workers in clients rlock Clients, made with opts, each
-// taking the lock rounds times, and returns every critical section they ran.
-func contend(ctx context.Context, node *redistest.Node, clients, workers, rounds int, opts ...rlock.Option) ([]section, error) {
+// contend runs workers in clients rlock Clients, made with opts, each on a
+// connection of its own to the Redis at addr and taking the lock rounds
+// times, and returns every critical section they ran.
+func contend(ctx context.Context, addr string, clients, workers, rounds int, opts ...rlock.Option) ([]section, error) {
 	var (
 		mu       sync.Mutex
 		sections []section
@@ -32,9 +34,9 @@ func contend(ctx context.Context, node *redistest.Node, clients, workers, rounds
 		wg       sync.WaitGroup
 	)
 	for c := range clients {
-		rc, err := node.NewClient()
+		rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}})
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("client of %s: %w", addr, err)
 		}
 		defer rc.Close()
 		client, err := rlock.New(rc, opts...)

@@ -1,7 +1,7 @@
-// Command demo starts its own Redis, runs workers in several rlock Clients
-// that contend for one lock, prints each hold and handoff as it happens, and
-// ends by checking from the fencing tokens that no two workers ever held the
-// lock at once. Last, it prints a summary of the metrics the locks reported
+// Command demo starts its own Redis (or uses the one REDIS_ADDR names),
+// runs workers in several rlock Clients that contend for one lock, prints
+// each hold and handoff as it happens, and ends by checking from the fencing
+// tokens that no two workers ever held the lock at once. Last, it prints a summary of the metrics the locks reported
 // through rlockotel (acquisitions, waits, lost holds), read from the
 // OpenTelemetry SDK's manual reader.
 //
@@ -15,7 +15,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/rlock/rlock/internal/redistest"
+	"github.com/rlock/rlock/internal/redisserver"
 	"github.com/rlock/rlock/rlock"
 )
 
@@ -33,19 +33,19 @@ func main() {
 func run(clients, workers, rounds int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	node, err := redistest.Start(ctx, redistest.Config{})
+	srv, err := redisserver.Find(ctx)
 	if err != nil {
 		return fmt.Errorf("start redis: %w", err)
 	}
-	defer node.Close()
-	fmt.Printf("redis %s (%s backend)\n", node.Addr(), node.Backend())
+	defer srv.Close()
+	fmt.Printf("redis %s (%s)\n", srv.Addr(), srv.Backend())
 
 	m, err := newMetrics()
 	if err != nil {
 		return err
 	}
 	defer m.provider.Shutdown(context.Background())
-	sections, err := contend(ctx, node, clients, workers, rounds, rlock.WithHooks(m.hooks))
+	sections, err := contend(ctx, srv.Addr(), clients, workers, rounds, rlock.WithHooks(m.hooks))
 	if err != nil {
 		return err
 	}

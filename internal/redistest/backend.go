@@ -8,24 +8,26 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/rlock/rlock/internal/redisserver"
 )
 
 // The backend names a Node reports.
 const (
-	External = "external" // REDIS_ADDR
-	Docker   = "docker"   // testcontainers-go
-	Process  = "process"  // redis-server child process
+	External = redisserver.BackendExternal // REDIS_ADDR
+	Docker   = "docker"                    // testcontainers-go
+	Process  = redisserver.BackendProcess  // redis-server child process
 )
 
-// server is one running Redis, whichever backend started it.
+// server is one running Redis, whichever backend started it. A
+// *redisserver.Process is one.
 type server interface {
-	addr() string
-	kill(ctx context.Context) error    // stop at once, losing all data
-	restart(ctx context.Context) error // start again, empty, on the same address
-	pause(ctx context.Context) error
-	resume(ctx context.Context) error
-	close(ctx context.Context) error
+	Addr() string
+	Kill(ctx context.Context) error    // stop at once, losing all data
+	Restart(ctx context.Context) error // start again, empty, on the same address
+	Pause(ctx context.Context) error
+	Resume(ctx context.Context) error
+	Close(ctx context.Context) error
 }
 
 // Backends returns every backend this machine offers, most preferred first:
@@ -64,7 +66,7 @@ var available = sync.OnceValues(func() ([]string, error) {
 	if dockerErr == nil {
 		out = append(out, Docker)
 	}
-	if _, err := exec.LookPath("redis-server"); err == nil {
+	if redisserver.HaveRedisServer() {
 		out = append(out, Process)
 	}
 	if len(out) == 0 {
@@ -81,28 +83,21 @@ func startServer(ctx context.Context, backend string, cfg Config) (server, error
 	case Docker:
 		return startContainer(ctx, cfg.Args)
 	case Process:
-		return startProcess(ctx, launcher{env: cfg.Env}, cfg.Args)
+		return redisserver.StartProcess(ctx, redisserver.Launcher{Env: cfg.Env}, "", cfg.Args)
 	}
 	return nil, fmt.Errorf("redistest: unknown backend %q", backend)
-}
-
-// baseArgs are the redis-server arguments every started node gets: loopback
-// only, no persistence (a restarted node comes back empty), and server
-// defaults otherwise.
-func baseArgs(port string) []string {
-	return []string{"--port", port, "--save", "", "--appendonly", "no", "--protected-mode", "no"}
 }
 
 // externalServer is the server at REDIS_ADDR: usable, never controlled.
 type externalServer string
 
-func (s externalServer) addr() string { return string(s) }
+func (s externalServer) Addr() string { return string(s) }
 
-func (s externalServer) kill(context.Context) error    { return errNotControllable }
-func (s externalServer) restart(context.Context) error { return errNotControllable }
-func (s externalServer) pause(context.Context) error   { return errNotControllable }
-func (s externalServer) resume(context.Context) error  { return errNotControllable }
-func (s externalServer) close(context.Context) error   { return nil }
+func (s externalServer) Kill(context.Context) error    { return errNotControllable }
+func (s externalServer) Restart(context.Context) error { return errNotControllable }
+func (s externalServer) Pause(context.Context) error   { return errNotControllable }
+func (s externalServer) Resume(context.Context) error  { return errNotControllable }
+func (s externalServer) Close(context.Context) error   { return nil }
 
 var errNotControllable = fmt.Errorf("redistest: the Redis at REDIS_ADDR is not controlled by the harness")
 
@@ -114,6 +109,3 @@ func versionOf() string {
 	}
 	return strings.TrimSpace(string(out))
 }
-
-// startTimeout bounds how long a server may take to answer PING.
-const startTimeout = 20 * time.Second

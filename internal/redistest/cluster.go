@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/rlock/rlock/internal/redisserver"
 	"github.com/rlock/rlock/internal/slot"
 )
 
@@ -369,14 +370,14 @@ func (c *Cluster) form(ctx context.Context) error {
 	for i := c.masters; i < len(c.nodes); i++ {
 		rc, master := c.nodes[i].admin, (i-c.masters)/c.perMaster
 		// A replica can follow only a master it has heard of by gossip.
-		err := poll(ctx, func(ctx context.Context) error {
+		err := redisserver.Poll(ctx, func(ctx context.Context) error {
 			return rc.Do(ctx, rc.B().ClusterReplicate().NodeId(c.ids[master]).Build()).Error()
 		})
 		if err != nil {
 			return fmt.Errorf("redistest: CLUSTER REPLICATE from %s: %w", c.nodes[i].Addr(), err)
 		}
 	}
-	if err := poll(ctx, c.settled); err != nil {
+	if err := redisserver.Poll(ctx, c.settled); err != nil {
 		return fmt.Errorf("redistest: cluster did not settle: %w", err)
 	}
 	return nil

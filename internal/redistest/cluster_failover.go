@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/rlock/rlock/internal/redisserver"
 )
 
 // KillMaster kills the master that serves slot, as a crash would, and
@@ -23,7 +25,7 @@ func (c *Cluster) KillMaster(ctx context.Context, slot uint16) (int, error) {
 		return -1, fmt.Errorf("redistest: kill master %s: %w", c.nodes[old].Addr(), err)
 	}
 	next := -1
-	err = poll(ctx, func(ctx context.Context) error {
+	err = redisserver.Poll(ctx, func(ctx context.Context) error {
 		if next, err = c.MasterOf(ctx, slot); err != nil {
 			return err
 		}
@@ -38,7 +40,7 @@ func (c *Cluster) KillMaster(ctx context.Context, slot uint16) (int, error) {
 	if err := c.nodes[old].Restart(ctx); err != nil {
 		return -1, fmt.Errorf("redistest: restart %s: %w", c.nodes[old].Addr(), err)
 	}
-	if err := poll(ctx, func(ctx context.Context) error { return linkUp(ctx, c.nodes[old].admin) }); err != nil {
+	if err := redisserver.Poll(ctx, func(ctx context.Context) error { return linkUp(ctx, c.nodes[old].admin) }); err != nil {
 		return -1, fmt.Errorf("redistest: %s did not rejoin as a replica: %w", c.nodes[old].Addr(), err)
 	}
 	return next, nil

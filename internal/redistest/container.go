@@ -14,6 +14,8 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 	tclog "github.com/testcontainers/testcontainers-go/log"
+
+	"github.com/rlock/rlock/internal/redisserver"
 )
 
 // DefaultImage is the Redis image the docker backend runs when
@@ -94,7 +96,7 @@ func startContainer(ctx context.Context, extra []string) (*containerServer, erro
 	prepareDocker()
 	var last error
 	for range 3 {
-		port, err := freePort()
+		port, err := redisserver.FreePort()
 		if err != nil {
 			return nil, err
 		}
@@ -112,7 +114,7 @@ func runContainer(ctx context.Context, port string, extra []string) (*containerS
 	req := testcontainers.ContainerRequest{
 		Image:        image(),
 		ExposedPorts: []string{"6379/tcp"},
-		Cmd:          append(append(baseArgs("6379"), "--bind", "0.0.0.0"), extra...),
+		Cmd:          append(append(redisserver.BaseArgs("6379"), "--bind", "0.0.0.0"), extra...),
 		Labels:       map[string]string{"org.rlock.redistest": "node"},
 		HostConfigModifier: func(hc *container.HostConfig) {
 			hc.PortBindings = network.PortMap{redisPort: {{HostIP: netip.MustParseAddr("127.0.0.1"), HostPort: port}}}
@@ -126,16 +128,16 @@ func runContainer(ctx context.Context, port string, extra []string) (*containerS
 		return nil, fmt.Errorf("redistest: start container: %w", err)
 	}
 	s := &containerServer{c: c, port: port}
-	if err := waitReady(ctx, s.addr()); err != nil {
+	if err := redisserver.WaitReady(ctx, s.Addr()); err != nil {
 		return nil, errors.Join(err, c.Terminate(context.WithoutCancel(ctx)))
 	}
 	return s, nil
 }
 
-func (s *containerServer) addr() string { return net.JoinHostPort("127.0.0.1", s.port) }
+func (s *containerServer) Addr() string { return net.JoinHostPort("127.0.0.1", s.port) }
 
-// kill sends SIGKILL to the container: Redis dies with its data.
-func (s *containerServer) kill(ctx context.Context) error {
+// Kill sends SIGKILL to the container: Redis dies with its data.
+func (s *containerServer) Kill(ctx context.Context) error {
 	cli, err := dockerClient()
 	if err != nil {
 		return err
@@ -144,16 +146,16 @@ func (s *containerServer) kill(ctx context.Context) error {
 	return err
 }
 
-// restart starts the killed container again: a fresh, empty Redis on the
+// Restart starts the killed container again: a fresh, empty Redis on the
 // same published port.
-func (s *containerServer) restart(ctx context.Context) error {
+func (s *containerServer) Restart(ctx context.Context) error {
 	if err := s.c.Start(ctx); err != nil {
 		return fmt.Errorf("redistest: restart container: %w", err)
 	}
-	return waitReady(ctx, s.addr())
+	return redisserver.WaitReady(ctx, s.Addr())
 }
 
-func (s *containerServer) pause(ctx context.Context) error {
+func (s *containerServer) Pause(ctx context.Context) error {
 	cli, err := dockerClient()
 	if err != nil {
 		return err
@@ -162,7 +164,7 @@ func (s *containerServer) pause(ctx context.Context) error {
 	return err
 }
 
-func (s *containerServer) resume(ctx context.Context) error {
+func (s *containerServer) Resume(ctx context.Context) error {
 	cli, err := dockerClient()
 	if err != nil {
 		return err
@@ -171,6 +173,6 @@ func (s *containerServer) resume(ctx context.Context) error {
 	return err
 }
 
-func (s *containerServer) close(ctx context.Context) error {
+func (s *containerServer) Close(ctx context.Context) error {
 	return s.c.Terminate(ctx)
 }

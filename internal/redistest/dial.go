@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/redis/rueidis"
+
+	"github.com/rlock/rlock/internal/redisserver"
 )
 
 // Dial returns a rueidis client made with opt (ClientOption, say). A node
@@ -11,10 +13,10 @@ import (
 // starts is tried again until ctx is done or the start timeout passed: the
 // worker joins the run once the node is back rather than fail it.
 func Dial(ctx context.Context, opt rueidis.ClientOption) (rueidis.Client, error) {
-	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	ctx, cancel := context.WithTimeout(ctx, redisserver.StartTimeout)
 	defer cancel()
 	var rc rueidis.Client
-	err := poll(ctx, func(context.Context) error {
+	err := redisserver.Poll(ctx, func(context.Context) error {
 		var err error
 		rc, err = rueidis.NewClient(opt)
 		return err

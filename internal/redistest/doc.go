@@ -1,5 +1,7 @@
 // Package redistest starts and controls real Redis servers for rlock's
-// tests, benchmarks and demo. It never imitates Redis.
+// tests, benchmarks and Examples. It never imitates Redis. A program (the
+// demo) must not import it, since it links testing, testify and
+// testcontainers-go: internal/redisserver finds or starts a Redis for one.
 //
 // A Node comes from one of three backends, in this order of preference:
 //
@@ -10,7 +12,7 @@
 //     RLOCK_REDIS_IMAGE (default rlock-redis:local, built FROM scratch out of
 //     the host's redis-server by .ci/redis-image.sh).
 //  3. process: redis-server from PATH, run as a child process on a free
-//     loopback port.
+//     loopback port, started by internal/redisserver as a program's is.
 //
 // Every node listens on, and is dialled at, 127.0.0.1. Main points
 // testcontainers-go at 127.0.0.1 (TESTCONTAINERS_HOST_OVERRIDE) so that no
@@ -29,9 +31,14 @@
 // its replica serves and the killed node is back as a replica.
 //
 // ForEachSetup runs a suite on every backend and on a Cluster, each given as
-// a Setup. LastingKeys, Subscribers, AssertNoSubscribers and ReadStats read a
-// lock's state and the server's counters from Redis itself, naming keys and
+// a Setup. LastingKeys, Subscribers, Queued and ReadStats read a lock's
+// state and the server's counters from Redis itself, naming keys and
 // channels through internal/keys.
+//
+// A test never sleeps to let a state come about (a waiter subscribed, a
+// waiter queued, a key gone): it waits for the state with Eventually, which
+// polls on the test's goroutine and fails with what it saw last, or with
+// the waits built on it (WaitSubscribers, AssertNoSubscribers, WaitQueued).
 //
 // Tests get nodes from New and Shared. Example functions, which have no
 // testing.T, get the addresses of servers started for them from

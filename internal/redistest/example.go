@@ -7,6 +7,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/rlock/rlock/internal/redisserver"
 )
 
 // examples are the servers a package's Example functions use, started on
@@ -46,7 +48,7 @@ func ExampleAddrs(n int) []string {
 	addrs := make([]string, n)
 	for i, node := range examples.nodes[:n] {
 		if node.Controllable() {
-			if err := simple(ctx, node.Addr(), "FLUSHALL", "+OK"); err != nil {
+			if err := redisserver.Inline(ctx, node.Addr(), "FLUSHALL", "+OK"); err != nil {
 				panic(fmt.Sprintf("redistest: example redis at %s: %v", node.Addr(), err))
 			}
 		}

@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/rueidis"
-	"github.com/stretchr/testify/assert"
 
 	"github.com/rlock/rlock/internal/keys"
 )
@@ -57,35 +55,27 @@ func Subscribers(ctx context.Context, rc rueidis.Client, channel string) (int64,
 	return n, nil
 }
 
+// WaitSubscribers waits until exactly n clients are subscribed to channel,
+// plainly or sharded, as Subscribers counts them: n rlock Clients with
+// waiters there, say, since a Client subscribes once for all its waiters.
+// It fails t after Patience.
+func WaitSubscribers(t testing.TB, rc rueidis.Client, channel string, n int64) {
+	t.Helper()
+	Eventually(t, fmt.Sprintf("%d subscribers on %s", n, channel), func(ctx context.Context) error {
+		got, err := Subscribers(ctx, rc, channel)
+		if err != nil {
+			return err
+		}
+		return Exactly("subscribers", got, n)
+	})
+}
+
 // AssertNoSubscribers waits until nobody listens on a lock's unlock channel
-// any more, plainly or sharded, and fails t if someone still does after 5 s.
+// any more, plainly or sharded, and fails t if someone still does after
+// Patience.
 func AssertNoSubscribers(t testing.TB, rc rueidis.Client, k keys.Keys) {
 	t.Helper()
-	channel := k.Channel
-	// The condition runs on a goroutine of its own, where t must not be
-	// failed: it keeps its last answer for the failure message instead.
-	var (
-		mu      sync.Mutex
-		lastN   int64
-		lastErr error
-	)
-	noneLeft := func() bool {
-		n, err := Subscribers(t.Context(), rc, channel)
-		mu.Lock()
-		defer mu.Unlock()
-		lastN, lastErr = n, err
-		return err == nil && n == 0
-	}
-	if assert.Eventually(t, noneLeft, 5*time.Second, 20*time.Millisecond, "subscribers left on %s", channel) {
-		return
-	}
-	mu.Lock()
-	n, err := lastN, lastErr
-	mu.Unlock()
-	if err != nil {
-		t.Fatalf("redistest: the last count failed: %v", err)
-	}
-	t.Fatalf("redistest: %d subscribers on %s at the last count", n, channel)
+	WaitSubscribers(t, rc, k.Channel, 0)
 }
 
 // Stats is a snapshot of a server's counters, from INFO commandstats and cpu.

@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -48,6 +49,8 @@ func TestSubscribers(t *testing.T) {
 func TestAssertNoSubscribersReportsError(t *testing.T) {
 	rc := Shared(t).Client(t)
 	rc.Close()
+	defer func(p time.Duration) { patience = p }(patience)
+	patience = time.Second // the count fails every time: no need to wait for long
 	rec := &recorder{TB: t}
 	done := make(chan struct{})
 	go func() {
@@ -115,4 +118,30 @@ func TestReadUsage(t *testing.T) {
 	assert.Equal(t, before.Keys+2, after.Keys, "DBSIZE counts both keys")
 	assert.Equal(t, before.Volatile+1, after.Volatile, "one key has an expiry")
 	assert.GreaterOrEqual(t, after.UsedMemory-before.UsedMemory, int64(size), "used_memory holds the 1 MiB value")
+}
+
+// TestEventually: a wait ends once its check passes, and one that never
+// does fails its test from the test's goroutine with the check's last
+// reason.
+func TestEventually(t *testing.T) {
+	calls := 0
+	Eventually(t, "the third call", func(context.Context) error {
+		calls++
+		return Exactly("calls", calls, 3)
+	})
+	assert.Equal(t, 3, calls)
+
+	defer func(p time.Duration) { patience = p }(patience)
+	patience = 100 * time.Millisecond
+	rec := &recorder{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Eventually(rec, "what never comes", func(context.Context) error { return errors.New("still nothing") })
+	}()
+	<-done
+	assert.True(t, rec.fatal, "the wait stopped its test")
+	msg := strings.Join(rec.msgs, "\n")
+	assert.Contains(t, msg, "what never comes")
+	assert.Contains(t, msg, "still nothing", "the failure names the check's last reason")
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/rlock/rlock/internal/redisserver"
 )
 
 // settleTimeout bounds how long a Cluster or a Sentinel may take to form,
@@ -35,7 +37,7 @@ type member struct {
 // run child processes: their servers must reach each other at the addresses
 // clients dial, which published container ports are not.
 func startMember(ctx context.Context, conf string, extra []string) (member, error) {
-	s, err := startProcessConf(ctx, launcher{}, conf, extra)
+	s, err := redisserver.StartProcess(ctx, redisserver.Launcher{}, conf, extra)
 	if err != nil {
 		return member{}, err
 	}

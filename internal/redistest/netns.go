@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/rlock/rlock/internal/redisserver"
 )
 
 // Netns is a private network of Linux network namespaces on this machine,
@@ -122,8 +124,8 @@ func (n *Netns) Namespace(host string) string { return n.spaces[host] }
 // paused, killed and restarted like any process node.
 func (n *Netns) StartNode(t testing.TB, host string) *Node {
 	t.Helper()
-	l := launcher{host: n.hosts[host], prefix: []string{"ip", "netns", "exec", n.spaces[host]}}
-	s, err := startProcess(t.Context(), l, nil)
+	l := redisserver.Launcher{Host: n.hosts[host], Prefix: []string{"ip", "netns", "exec", n.spaces[host]}}
+	s, err := redisserver.StartProcess(t.Context(), l, "", nil)
 	if err != nil {
 		t.Fatalf("redistest: redis in namespace %s: %v", n.spaces[host], err)
 	}

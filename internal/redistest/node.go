@@ -69,7 +69,7 @@ func New(t testing.TB, cfg Config) *Node {
 }
 
 // Addr is the server's host:port, always on loopback.
-func (n *Node) Addr() string { return n.srv.addr() }
+func (n *Node) Addr() string { return n.srv.Addr() }
 
 // Backend names the backend that runs the server.
 func (n *Node) Backend() string { return n.backend }
@@ -133,16 +133,16 @@ func (n *Node) Kill(ctx context.Context) error {
 	n.mu.Lock()
 	n.paused = false
 	n.mu.Unlock()
-	return n.srv.kill(ctx)
+	return n.srv.Kill(ctx)
 }
 
 // Restart starts a killed server again, empty, on the same address.
-func (n *Node) Restart(ctx context.Context) error { return n.srv.restart(ctx) }
+func (n *Node) Restart(ctx context.Context) error { return n.srv.Restart(ctx) }
 
 // Pause freezes the server (SIGSTOP, docker pause): connections stay open
 // and nothing is answered until Resume.
 func (n *Node) Pause(ctx context.Context) error {
-	if err := n.srv.pause(ctx); err != nil {
+	if err := n.srv.Pause(ctx); err != nil {
 		return err
 	}
 	n.mu.Lock()
@@ -153,7 +153,7 @@ func (n *Node) Pause(ctx context.Context) error {
 
 // Resume lets a paused server run again.
 func (n *Node) Resume(ctx context.Context) error {
-	if err := n.srv.resume(ctx); err != nil {
+	if err := n.srv.Resume(ctx); err != nil {
 		return err
 	}
 	n.mu.Lock()
@@ -171,7 +171,7 @@ func (n *Node) Close() error {
 	n.mu.Unlock()
 	var errs []error
 	if paused {
-		errs = append(errs, n.srv.resume(ctx))
+		errs = append(errs, n.srv.Resume(ctx))
 	}
-	return errors.Join(append(errs, n.srv.close(ctx))...)
+	return errors.Join(append(errs, n.srv.Close(ctx))...)
 }

@@ -1,6 +1,9 @@
 package redistest
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,13 +20,47 @@ import (
 // it, each linked back to the one before.
 func Queued(t testing.TB, rc rueidis.Client, k keys.Keys) []string {
 	t.Helper()
-	m, err := rc.Do(t.Context(), rc.B().Hgetall().Key(k.Queue).Build()).AsStrMap()
+	live, err := ReadQueue(t.Context(), rc, k)
 	if err != nil {
-		t.Fatalf("redistest: HGETALL %s: %v", k.Queue, err)
+		t.Fatalf("redistest: %v", err)
 	}
-	now, err := rc.Do(t.Context(), rc.B().Time().Build()).AsStrSlice()
-	if err != nil || len(now) != 2 {
-		t.Fatalf("redistest: TIME: %v %v", now, err)
+	return live
+}
+
+// WaitQueued waits until n live waiters are in the queue of fair lock k,
+// and fails t after Patience, or at once when the queue is not one linked
+// list.
+func WaitQueued(t testing.TB, rc rueidis.Client, k keys.Keys, n int) {
+	t.Helper()
+	Eventually(t, fmt.Sprintf("%d waiters queued in %s", n, k.Queue), func(ctx context.Context) error {
+		live, err := ReadQueue(ctx, rc, k)
+		if errors.Is(err, errBrokenQueue) {
+			t.Fatalf("redistest: %v", err)
+		}
+		if err != nil {
+			return err
+		}
+		return Exactly("queued", len(live), n)
+	})
+}
+
+// errBrokenQueue is why ReadQueue fails for a queue whose links are wrong.
+var errBrokenQueue = errors.New("not one linked list")
+
+// ReadQueue is Queued for a caller with no testing.TB, or one that waits:
+// it reports what Queued fails t for as an error, which wraps
+// errBrokenQueue when the links are wrong.
+func ReadQueue(ctx context.Context, rc rueidis.Client, k keys.Keys) ([]string, error) {
+	m, err := rc.Do(ctx, rc.B().Hgetall().Key(k.Queue).Build()).AsStrMap()
+	if err != nil {
+		return nil, fmt.Errorf("HGETALL %s: %w", k.Queue, err)
+	}
+	now, err := rc.Do(ctx, rc.B().Time().Build()).AsStrSlice()
+	if err != nil {
+		return nil, fmt.Errorf("TIME: %w", err)
+	}
+	if len(now) != 2 {
+		return nil, fmt.Errorf("TIME answered %v", now)
 	}
 	sec, _ := strconv.ParseInt(now[0], 10, 64)
 	usec, _ := strconv.ParseInt(now[1], 10, 64)
@@ -38,7 +75,7 @@ func Queued(t testing.TB, rc rueidis.Client, k keys.Keys) []string {
 	walked, prev := 0, ""
 	for w, ok := m["#head"]; ok; w, ok = m[w+"#next"] {
 		if walked++; walked > entries || m[w] == "" || m[w+"#prev"] != prev {
-			t.Fatalf("redistest: queue %s is not one linked list at %q (after %q): %v", k.Queue, w, prev, m)
+			return nil, fmt.Errorf("queue %s is %w at %q (after %q): %v", k.Queue, errBrokenQueue, w, prev, m)
 		}
 		if exp, err := strconv.ParseInt(m[w+"#exp"], 10, 64); err == nil && exp > nowMs {
 			live = append(live, w)
@@ -46,7 +83,7 @@ func Queued(t testing.TB, rc rueidis.Client, k keys.Keys) []string {
 		prev = w
 	}
 	if walked != entries || m["#last"] != prev {
-		t.Fatalf("redistest: queue %s links %d of its %d waiters, last %q: %v", k.Queue, walked, entries, m["#last"], m)
+		return nil, fmt.Errorf("queue %s is %w: it links %d of its %d waiters, last %q: %v", k.Queue, errBrokenQueue, walked, entries, m["#last"], m)
 	}
-	return live
+	return live, nil
 }

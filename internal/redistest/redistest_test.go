@@ -8,6 +8,8 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rlock/rlock/internal/redisserver"
 )
 
 func TestMain(m *testing.M) { Main(m) }
@@ -25,7 +27,7 @@ func TestBackends(t *testing.T) {
 			}
 
 			require.NoError(t, n.Kill(ctx))
-			require.Error(t, ping(ctx, n.Addr()), "a killed node answers nothing")
+			require.Error(t, redisserver.Ping(ctx, n.Addr()), "a killed node answers nothing")
 			require.NoError(t, n.Restart(ctx))
 			// A fresh client: the test is of the node, not of rueidis
 			// reconnecting (whose pooled commands race under -race after a

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/rlock/rlock/internal/redisserver"
 )
 
 // masterName is the name the sentinels know their master by.
@@ -77,7 +79,7 @@ func (s *Sentinel) start(ctx context.Context, cfg SentinelConfig) error {
 	}
 	// Sentinels learn of replicas from the master's INFO, which they ask
 	// for every 10 s: started after the sync, they see the replica at once.
-	if err := poll(ctx, func(ctx context.Context) error { return linkUp(ctx, replica) }); err != nil {
+	if err := redisserver.Poll(ctx, func(ctx context.Context) error { return linkUp(ctx, replica) }); err != nil {
 		return fmt.Errorf("redistest: replica %s: %w", s.data[1].Addr(), err)
 	}
 	conf := fmt.Sprintf(sentinelConf, port)
@@ -88,7 +90,7 @@ func (s *Sentinel) start(ctx context.Context, cfg SentinelConfig) error {
 		}
 		s.sentinels = append(s.sentinels, m)
 	}
-	if err := poll(ctx, s.watching); err != nil {
+	if err := redisserver.Poll(ctx, s.watching); err != nil {
 		return fmt.Errorf("redistest: sentinels did not settle: %w", err)
 	}
 	return nil
@@ -190,7 +192,7 @@ func (s *Sentinel) Failover(ctx context.Context) error {
 	// A sentinel whose news of the replica is stale refuses with
 	// NOGOODSLAVE until its next INFO; any other answer is final.
 	var answer error
-	err = poll(ctx, func(ctx context.Context) error {
+	err = redisserver.Poll(ctx, func(ctx context.Context) error {
 		err := rc.Do(ctx, rc.B().SentinelFailover().Master(masterName).Build()).Error()
 		if err != nil && strings.HasPrefix(err.Error(), "NOGOODSLAVE") {
 			return err
@@ -229,7 +231,7 @@ func (s *Sentinel) KillMaster(ctx context.Context) error {
 	if restarted.Node != old {
 		restarted = s.data[1]
 	}
-	if err := poll(ctx, func(ctx context.Context) error { return linkUp(ctx, restarted.admin) }); err != nil {
+	if err := redisserver.Poll(ctx, func(ctx context.Context) error { return linkUp(ctx, restarted.admin) }); err != nil {
 		return fmt.Errorf("redistest: %s did not become a replica again: %w", old.Addr(), err)
 	}
 	return nil
@@ -250,7 +252,7 @@ func (s *Sentinel) roles(ctx context.Context) (*Node, member, error) {
 // awaitPromoted waits until every sentinel names next master, in place of
 // old, and next answers ROLE as one.
 func (s *Sentinel) awaitPromoted(ctx context.Context, old *Node, next member) error {
-	err := poll(ctx, func(ctx context.Context) error {
+	err := redisserver.Poll(ctx, func(ctx context.Context) error {
 		for _, m := range s.sentinels {
 			addr, err := masterAddr(ctx, m.admin)
 			if err != nil {

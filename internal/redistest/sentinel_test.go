@@ -37,19 +37,21 @@ func TestSentinel(t *testing.T) {
 	// writes too until the sentinels demote it.
 	nextClient := next.Client(t)
 	start = time.Now()
-	for i := 0; ; i++ {
+	i := 0
+	Eventually(t, "the client writes to the new master", func(ctx context.Context) error {
+		i++
 		value := fmt.Sprint("after-", i)
 		wctx, cancel := context.WithTimeout(ctx, time.Second)
-		err := rc.Do(wctx, rc.B().Set().Key(key).Value(value).Build()).Error()
-		cancel()
-		if err == nil {
-			if got, _ := nextClient.Do(ctx, nextClient.B().Get().Key(key).Build()).ToString(); got == value {
-				break
-			}
+		defer cancel()
+		if err := rc.Do(wctx, rc.B().Set().Key(key).Value(value).Build()).Error(); err != nil {
+			return err
 		}
-		require.Less(t, time.Since(start), 10*time.Second, "the client writes to the new master within 10 s (last error: %v)", err)
-		time.Sleep(50 * time.Millisecond)
-	}
+		got, err := nextClient.Do(ctx, nextClient.B().Get().Key(key).Build()).ToString()
+		if err != nil || got != value {
+			return fmt.Errorf("the new master holds %q, not %q (%v)", got, value, err)
+		}
+		return nil
+	})
 	t.Logf("client wrote to the new master %v after Failover", time.Since(start))
 
 	oldClient := old.Client(t)

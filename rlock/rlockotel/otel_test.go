@@ -2,6 +2,8 @@ package rlockotel_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -88,6 +90,15 @@ func (tel *telemetry) metric(t *testing.T, name string) (metricdata.Metrics, boo
 		}
 	}
 	return metricdata.Metrics{}, false
+}
+
+// waitSum waits until the sum name, over every attribute set, is want. It
+// reads on t's goroutine, where sum may fail t.
+func (tel *telemetry) waitSum(t *testing.T, name string, want int64) {
+	t.Helper()
+	redistest.Eventually(t, fmt.Sprintf("%s at %d", name, want), func(context.Context) error {
+		return redistest.Exactly(name, tel.sum(t, name), want)
+	})
 }
 
 // sum adds up the points of the counter or up-down counter name that carry
@@ -229,7 +240,7 @@ func TestAcquiresThatWaitTimeOutAndAreCancelled(t *testing.T) {
 		}
 		got <- err
 	}()
-	require.Eventually(t, func() bool { return tel.sum(t, "rlock.waiting") == 1 }, 10*time.Second, 5*time.Millisecond, "the waiter is counted")
+	tel.waitSum(t, "rlock.waiting", 1) // the waiter is counted
 	require.NoError(t, mu.Unlock(held))
 	require.NoError(t, <-got)
 	assert.Zero(t, tel.sum(t, "rlock.waiting"), "the waiter is no longer counted")
@@ -244,9 +255,13 @@ func TestAcquiresThatWaitTimeOutAndAreCancelled(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ok)
 	cctx, cancel := context.WithCancel(t.Context())
-	time.AfterFunc(50*time.Millisecond, cancel)
-	_, err = mu.Lock(cctx)
-	require.ErrorIs(t, err, context.Canceled)
+	go func() {
+		_, err := mu.Lock(cctx)
+		got <- err
+	}()
+	tel.waitSum(t, "rlock.waiting", 1) // cancelled once it waits
+	cancel()
+	require.ErrorIs(t, <-got, context.Canceled)
 	require.NoError(t, mu.Unlock(held))
 
 	n, _ := tel.histogram(t, "rlock.acquire.duration", outcome(rlock.OutcomeAcquired))
@@ -290,15 +305,18 @@ func TestLostHoldsAndRenewals(t *testing.T) {
 
 	ctx, err := mu.Lock(t.Context())
 	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		return tel.sum(t, "rlock.renewals", attribute.String("rlock.result", "renewed")) > 0
-	}, 10*time.Second, 10*time.Millisecond, "the watchdog renews the hold")
+	redistest.Eventually(t, "the watchdog renews the hold", func(context.Context) error {
+		if tel.sum(t, "rlock.renewals", attribute.String("rlock.result", "renewed")) == 0 {
+			return errors.New("no renewal counted")
+		}
+		return nil
+	})
 	assert.Positive(t, tel.sum(t, "rlock.renewal.calls"))
 
 	require.NoError(t, raw.Do(t.Context(), raw.B().Del().Key(keys.New(rlock.DefaultKeyPrefix, mu.Name()).Hash).Build()).Error())
 	<-ctx.Done()
 	require.ErrorIs(t, context.Cause(ctx), rlock.ErrLockLost)
-	require.Eventually(t, func() bool { return tel.sum(t, "rlock.lost") == 1 }, 10*time.Second, 5*time.Millisecond)
+	tel.waitSum(t, "rlock.lost", 1)
 	assert.Equal(t, int64(1), tel.sum(t, "rlock.lost", mutexKind, attribute.String("rlock.reason", "gone")))
 	assert.Equal(t, int64(1), tel.sum(t, "rlock.renewals", attribute.String("rlock.result", "lost")))
 	n, _ := tel.histogram(t, "rlock.hold.duration", attribute.String("rlock.reason", "gone"))
@@ -309,7 +327,7 @@ func TestLostHoldsAndRenewals(t *testing.T) {
 	ctx, err = mu.LockFor(t.Context(), 50*time.Millisecond)
 	require.NoError(t, err)
 	<-ctx.Done()
-	require.Eventually(t, func() bool { return tel.sum(t, "rlock.lost") == 2 }, 10*time.Second, 5*time.Millisecond)
+	tel.waitSum(t, "rlock.lost", 2)
 	assert.Equal(t, int64(1), tel.sum(t, "rlock.lost", attribute.String("rlock.reason", "lease_ended")))
 
 	// No name without a normaliser.

@@ -1,18 +1,23 @@
-// Package hooktest records what rlock's hooks report, for the tests of
-// rlock and integration: every event in order, and whether they balance
-// (every call that started ended once, with the context its start
-// returned; every hold that began ended once).
+// Package hooktest is test support, not part of rlock's API: a Recorder
+// that keeps what rlock's hooks report, for the tests of rlock, rlockotel
+// and integration: every event in order, and whether they balance (every
+// call that started ended once, with the context its start returned; every
+// hold that began ended once).
+//
+// It sits under rlock/, not internal/, because it depends on rlock: the
+// packages under internal/ are leaves that rlock imports, never the other
+// way round. It imports testify, so a program must not import it.
 package hooktest
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
+	"github.com/rlock/rlock/internal/redistest"
 	"github.com/rlock/rlock/rlock"
 )
 
@@ -158,11 +163,16 @@ func (r *Recorder) Snapshot() Events {
 }
 
 // WaitFor waits until cond holds on a snapshot, and returns it; it fails t
-// after 10 s.
+// after redistest.Patience. cond runs on the caller's goroutine, t's.
 func (r *Recorder) WaitFor(t testing.TB, what string, cond func(Events) bool) Events {
 	t.Helper()
 	var snap Events
-	require.Eventually(t, func() bool { snap = r.Snapshot(); return cond(snap) }, 10*time.Second, 5*time.Millisecond, what)
+	redistest.Eventually(t, what, func(context.Context) error {
+		if snap = r.Snapshot(); !cond(snap) {
+			return fmt.Errorf("not yet, after %d events", len(snap.Calls))
+		}
+		return nil
+	})
 	return snap
 }
 
