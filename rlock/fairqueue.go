@@ -55,7 +55,7 @@ type place struct {
 
 	mu      sync.Mutex
 	anchor  time.Time
-	watched *watchdog.Hold // renews the entry; nil before the first ask and after a loss
+	watched *watchdog.Entry // renews the entry; nil before the first ask and after a loss
 }
 
 // wait is waitInQueue's loop; deadline (zero: none) ends it without the lock.
@@ -108,7 +108,7 @@ func (q *place) queued(sent time.Time) error {
 	if q.watched != nil {
 		return nil
 	}
-	h := &watchdog.Hold{Key: q.l.keys.Value().Queue, Field: q.id.field, Renewed: q.renewed, Lost: q.lost}
+	h := &watchdog.Entry{Key: q.l.keys.Value().Queue, Field: q.id.field, Renewed: q.renewed, Lost: q.lost}
 	if err := q.l.c.dog.Add(h); err != nil {
 		if errors.Is(err, watchdog.ErrClosed) {
 			return ErrClosed
@@ -131,7 +131,7 @@ func (q *place) renewed(sent time.Time) {
 // lost records that the entry h renewed is gone: the lock was handed over
 // to the waiter, or its own lease ran out. The waiter's next ask tells
 // which, and queues it again if need be, under a new watchdog hold.
-func (q *place) lost(h *watchdog.Hold) {
+func (q *place) lost(h *watchdog.Entry) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.watched == h {

@@ -33,9 +33,9 @@ type hold struct {
 
 	mu       sync.Mutex
 	ended    bool
-	deadline time.Time      // the local deadline: no other owner can take the lock before it
-	watched  *watchdog.Hold // non-nil while the watchdog renews this hold
-	expiry   *time.Timer    // fires at the local deadline
+	deadline time.Time       // the local deadline: no other owner can take the lock before it
+	watched  *watchdog.Entry // non-nil while the watchdog renews this hold
+	expiry   *time.Timer     // fires at the local deadline
 }
 
 // newHold returns owner id's new hold on l, whose first level was granted
@@ -74,7 +74,7 @@ func (h *hold) record(sent time.Time, lease time.Duration, watch bool) error {
 		return context.Cause(h.life)
 	}
 	if watch && h.watched == nil {
-		w := &watchdog.Hold{Key: h.id.key, Field: h.id.field, Renewed: h.renewed, Lost: h.lost}
+		w := &watchdog.Entry{Key: h.id.key, Field: h.id.field, Renewed: h.renewed, Lost: h.lost}
 		if err := h.c.dog.Add(w); err != nil {
 			if errors.Is(err, watchdog.ErrClosed) {
 				return ErrClosed // Close has begun: the caller matches rlock's
@@ -118,7 +118,7 @@ func (h *hold) renewed(sent time.Time) {
 }
 
 // lost is the watchdog's news that a renewal found the hold gone.
-func (h *hold) lost(*watchdog.Hold) {
+func (h *hold) lost(*watchdog.Entry) {
 	h.c.cfg.logger.Warn("rlock: lock lost: renewal found it gone", "key", h.id.key)
 	h.finish(ErrLockLost)
 }

@@ -44,27 +44,27 @@ func (w testWriter) Write(p []byte) (int, error) {
 // recorder counts the callbacks of the holds it makes.
 type recorder struct {
 	mu      sync.Mutex
-	sent    map[*watchdog.Hold][]time.Time // Renewed's sent times, per hold
+	sent    map[*watchdog.Entry][]time.Time // Renewed's sent times, per hold
 	renewed int
-	lost    map[*watchdog.Hold]int
+	lost    map[*watchdog.Entry]int
 }
 
 func newRecorder() *recorder {
-	return &recorder{sent: map[*watchdog.Hold][]time.Time{}, lost: map[*watchdog.Hold]int{}}
+	return &recorder{sent: map[*watchdog.Entry][]time.Time{}, lost: map[*watchdog.Entry]int{}}
 }
 
 // holds returns n holds named after t, recorded by r.
-func (r *recorder) holds(t testing.TB, n int) []*watchdog.Hold {
-	out := make([]*watchdog.Hold, n)
+func (r *recorder) holds(t testing.TB, n int) []*watchdog.Entry {
+	out := make([]*watchdog.Entry, n)
 	for i := range out {
-		h := &watchdog.Hold{Key: fmt.Sprintf("watchdog:{%s:%d}", t.Name(), i), Field: "owner:" + strconv.Itoa(i)}
+		h := &watchdog.Entry{Key: fmt.Sprintf("watchdog:{%s:%d}", t.Name(), i), Field: "owner:" + strconv.Itoa(i)}
 		h.Renewed = func(sent time.Time) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			r.sent[h] = append(r.sent[h], sent)
 			r.renewed++
 		}
-		h.Lost = func(*watchdog.Hold) {
+		h.Lost = func(*watchdog.Entry) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			r.lost[h]++
@@ -82,14 +82,14 @@ func (r *recorder) renewals() int {
 }
 
 // sentTimes returns the sent times Renewed reported for h.
-func (r *recorder) sentTimes(h *watchdog.Hold) []time.Time {
+func (r *recorder) sentTimes(h *watchdog.Entry) []time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]time.Time(nil), r.sent[h]...)
 }
 
 // losses returns the number of Lost calls for h.
-func (r *recorder) losses(h *watchdog.Hold) int {
+func (r *recorder) losses(h *watchdog.Entry) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.lost[h]
@@ -97,7 +97,7 @@ func (r *recorder) losses(h *watchdog.Hold) int {
 
 // lock makes each hold's key look held by its field for lease, as the
 // acquire script leaves it.
-func lock(t testing.TB, rc rueidis.Client, lease time.Duration, holds ...*watchdog.Hold) {
+func lock(t testing.TB, rc rueidis.Client, lease time.Duration, holds ...*watchdog.Entry) {
 	t.Helper()
 	cmds := make(rueidis.Commands, 0, 2*len(holds))
 	for _, h := range holds {
@@ -111,7 +111,7 @@ func lock(t testing.TB, rc rueidis.Client, lease time.Duration, holds ...*watchd
 }
 
 // addAll adds every hold to w.
-func addAll(t testing.TB, w *watchdog.Watchdog, holds ...*watchdog.Hold) {
+func addAll(t testing.TB, w *watchdog.Watchdog, holds ...*watchdog.Entry) {
 	t.Helper()
 	for _, h := range holds {
 		require.NoError(t, w.Add(h))

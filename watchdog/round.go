@@ -17,7 +17,7 @@ import (
 // owns it and reuses it from round to round, so that a round allocates per
 // batch, not per hold.
 type round struct {
-	holds []*Hold           // the round's holds, in batch order
+	holds []*Entry          // the round's holds, in batch order
 	keys  []string          // every batch's KEYS, back to back
 	args  []string          // every batch's ARGV, back to back
 	execs []rueidis.LuaExec // one per batch, slicing keys and args
@@ -62,7 +62,7 @@ func (r *round) batch(cluster bool, lease string) {
 				h.slot, h.slotted = slot.Of(h.Key), true
 			}
 		}
-		slices.SortFunc(r.holds, func(a, b *Hold) int { return cmp.Compare(a.slot, b.slot) })
+		slices.SortFunc(r.holds, func(a, b *Entry) int { return cmp.Compare(a.slot, b.slot) })
 	}
 	// At most one lease argument per hold: keys and args never grow in the
 	// loop, so every batch slices one backing array.

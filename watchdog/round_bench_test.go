@@ -36,9 +36,9 @@ func benchmarkRound(b *testing.B, rc rueidis.Client, servers []rueidis.Client, n
 		b.Fatal(err)
 	}
 	renewed := 0
-	holds := make([]*Hold, n)
+	holds := make([]*Entry, n)
 	for i := range holds {
-		holds[i] = &Hold{
+		holds[i] = &Entry{
 			Key:     "bench:{" + strconv.Itoa(i) + "}",
 			Field:   "owner",
 			Renewed: func(time.Time) { renewed++ },
@@ -94,7 +94,7 @@ func benchRedis(b *testing.B, cluster bool) (rueidis.Client, []rueidis.Client) {
 }
 
 // lockAll makes every hold's key a lock hash holding its field.
-func lockAll(b *testing.B, rc rueidis.Client, holds []*Hold) {
+func lockAll(b *testing.B, rc rueidis.Client, holds []*Entry) {
 	b.Helper()
 	for chunk := range slices.Chunk(holds, 10_000) {
 		cmds := make(rueidis.Commands, 0, len(chunk))

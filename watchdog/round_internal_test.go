@@ -23,7 +23,7 @@ func TestBatch(t *testing.T) {
 				if i < 250 {
 					key = fmt.Sprintf("k:{big}:%d", i)
 				}
-				h := &Hold{Key: key, Field: fmt.Sprintf("f%d", i)}
+				h := &Entry{Key: key, Field: fmt.Sprintf("f%d", i)}
 				if cluster {
 					h.slot = slot.Of(key)
 				}

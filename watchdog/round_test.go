@@ -58,11 +58,11 @@ func TestRenewalsKeepLockAlive(t *testing.T) {
 func TestLostWhenFieldIsGone(t *testing.T) {
 	rc := redistest.Shared(t).Client(t)
 	const lease = 600 * time.Millisecond
-	for name, gone := range map[string]func(rueidis.Client, *watchdog.Hold) rueidis.Commands{
-		"key deleted": func(rc rueidis.Client, h *watchdog.Hold) rueidis.Commands {
+	for name, gone := range map[string]func(rueidis.Client, *watchdog.Entry) rueidis.Commands{
+		"key deleted": func(rc rueidis.Client, h *watchdog.Entry) rueidis.Commands {
 			return rueidis.Commands{rc.B().Del().Key(h.Key).Build()}
 		},
-		"held by another owner": func(rc rueidis.Client, h *watchdog.Hold) rueidis.Commands {
+		"held by another owner": func(rc rueidis.Client, h *watchdog.Entry) rueidis.Commands {
 			return rueidis.Commands{
 				rc.B().Hset().Key(h.Key).FieldValue().FieldValue("someone-else", "1").Build(),
 				rc.B().Hdel().Key(h.Key).Field(h.Field).Build(),

@@ -109,7 +109,7 @@ func newWatchdog(rc rueidis.Client, cfg Config) (*Watchdog, error) {
 
 // Add registers h. Its first renewal is due Lease/3 from now. It fails
 // with ErrClosed after Close, and when h is nil or was added before.
-func (w *Watchdog) Add(h *Hold) error {
+func (w *Watchdog) Add(h *Entry) error {
 	if h == nil {
 		return errors.New("watchdog: nil hold")
 	}
@@ -145,7 +145,7 @@ func (w *Watchdog) Add(h *Hold) error {
 // callback of h that has already started, which may be its caller.
 // Removing a hold that is not registered (never added, added to another
 // Watchdog, already removed or lost) does nothing.
-func (w *Watchdog) Remove(h *Hold) {
+func (w *Watchdog) Remove(h *Entry) {
 	if h == nil {
 		return
 	}

@@ -43,7 +43,7 @@ func TestAddRejectsNilAndSecondAdd(t *testing.T) {
 	w := start(t, rc, time.Minute, nil)
 	assert.Error(t, w.Add(nil), "nil hold")
 
-	h := &watchdog.Hold{Key: "watchdog:{" + t.Name() + "}", Field: "f"}
+	h := &watchdog.Entry{Key: "watchdog:{" + t.Name() + "}", Field: "f"}
 	require.NoError(t, w.Add(h))
 	assert.Error(t, w.Add(h), "a hold already registered")
 	w.Remove(h)
@@ -66,7 +66,7 @@ func TestCloseDropsHoldsAndRefusesAdd(t *testing.T) {
 	require.NoError(t, w.Close())
 	after := rec.renewals()
 	assert.Zero(t, w.Len(), "holds left after Close")
-	assert.ErrorIs(t, w.Add(&watchdog.Hold{Key: "k", Field: "f"}), watchdog.ErrClosed)
+	assert.ErrorIs(t, w.Add(&watchdog.Entry{Key: "k", Field: "f"}), watchdog.ErrClosed)
 	assert.NoError(t, w.Close(), "second Close")
 	w.Remove(holds[0]) // a no-op after Close
 
@@ -96,9 +96,9 @@ func TestRemoveIsSynchronous(t *testing.T) {
 		late    atomic.Int64 // callbacks that started after Remove returned
 		renewed atomic.Int64
 	)
-	holds := make([]*watchdog.Hold, n)
+	holds := make([]*watchdog.Entry, n)
 	for i := range holds {
-		holds[i] = &watchdog.Hold{
+		holds[i] = &watchdog.Entry{
 			Key:   fmt.Sprintf("watchdog:{%s}:%d", t.Name(), i),
 			Field: "owner",
 			Renewed: func(time.Time) {
@@ -107,7 +107,7 @@ func TestRemoveIsSynchronous(t *testing.T) {
 					late.Add(1)
 				}
 			},
-			Lost: func(*watchdog.Hold) { late.Add(1) }, // no key is deleted: never lost
+			Lost: func(*watchdog.Entry) { late.Add(1) }, // no key is deleted: never lost
 		}
 	}
 	lock(t, admin, time.Minute, holds...)
@@ -158,17 +158,17 @@ func TestRemoveFromCallbacks(t *testing.T) {
 		bystanderCalls                atomic.Int64
 	)
 	key := "watchdog:{" + t.Name() + "}:"
-	bystander := &watchdog.Hold{Key: key + "bystander", Field: "f", Renewed: func(time.Time) { bystanderCalls.Add(1) }}
-	var selfRenewed, lost, other *watchdog.Hold
-	selfRenewed = &watchdog.Hold{Key: key + "self", Field: "f", Renewed: func(time.Time) {
+	bystander := &watchdog.Entry{Key: key + "bystander", Field: "f", Renewed: func(time.Time) { bystanderCalls.Add(1) }}
+	var selfRenewed, lost, other *watchdog.Entry
+	selfRenewed = &watchdog.Entry{Key: key + "self", Field: "f", Renewed: func(time.Time) {
 		w.Remove(selfRenewed)
 		close(selfDone)
 	}}
-	lost = &watchdog.Hold{Key: key + "lost", Field: "f", Lost: func(*watchdog.Hold) {
+	lost = &watchdog.Entry{Key: key + "lost", Field: "f", Lost: func(*watchdog.Entry) {
 		w.Remove(lost)
 		close(lostDone)
 	}}
-	other = &watchdog.Hold{Key: key + "other", Field: "f", Renewed: func(time.Time) {
+	other = &watchdog.Entry{Key: key + "other", Field: "f", Renewed: func(time.Time) {
 		w.Remove(bystander)
 		w.Remove(other)
 		close(otherDone)

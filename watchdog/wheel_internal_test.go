@@ -24,7 +24,7 @@ func TestWheelTicks(t *testing.T) {
 		wh := newWheel(tc.period)
 		assert.Equal(t, tc.tick, wh.tick, "tick of period %v", tc.period)
 		assert.Equal(t, tc.periodTick, wh.period, "ticks per period %v", tc.period)
-		assert.Len(t, wh.slots, int(tc.periodTick)+1)
+		assert.Len(t, wh.buckets, int(tc.periodTick)+1)
 	}
 }
 
@@ -43,30 +43,30 @@ func TestWheelNeverLate(t *testing.T) {
 }
 
 func TestWheelDrain(t *testing.T) {
-	wh := newWheel(80 * time.Millisecond) // ticks of 10ms, 8 a period, 9 slots
-	require.Len(t, wh.slots, 9)
-	holds := make([]*Hold, 6)
+	wh := newWheel(80 * time.Millisecond) // ticks of 10ms, 8 a period, 9 buckets
+	require.Len(t, wh.buckets, 9)
+	holds := make([]*Entry, 6)
 	for i := range holds {
-		holds[i] = &Hold{Key: string(rune('a' + i))}
+		holds[i] = &Entry{Key: string(rune('a' + i))}
 	}
 	wh.schedule(holds[0], 3)
 	wh.schedule(holds[1], 3)
 	wh.schedule(holds[2], 3)
 	wh.schedule(holds[3], 5)
-	wh.schedule(holds[4], 3+9) // a lap ahead: same slot as tick 3
+	wh.schedule(holds[4], 3+9) // a lap ahead: same bucket as tick 3
 	wh.schedule(holds[5], -4)  // already past: the next tick
 	assert.Equal(t, int64(1), holds[5].due)
 
-	wh.unlink(holds[1]) // from the middle of a slot
-	assert.ElementsMatch(t, []*Hold{holds[5]}, wh.drain(2, nil), "due by tick 2")
-	assert.ElementsMatch(t, []*Hold{holds[0], holds[2]}, wh.drain(4, nil), "due by tick 4")
+	wh.unlink(holds[1]) // from the middle of a bucket
+	assert.ElementsMatch(t, []*Entry{holds[5]}, wh.drain(2, nil), "due by tick 2")
+	assert.ElementsMatch(t, []*Entry{holds[0], holds[2]}, wh.drain(4, nil), "due by tick 4")
 	assert.Empty(t, wh.drain(4, nil), "drained again")
 	wh.schedule(holds[1], 2) // behind the cursor: tick 5
 	assert.Equal(t, int64(5), holds[1].due)
-	// Far behind: every slot is visited once, and only what is due goes.
-	assert.ElementsMatch(t, []*Hold{holds[3], holds[1]}, wh.drain(11, nil), "due by tick 11")
-	assert.ElementsMatch(t, []*Hold{holds[4]}, wh.drain(1000, nil), "due by tick 1000")
-	for i, head := range wh.slots {
-		assert.Nil(t, head, "slot %d not empty", i)
+	// Far behind: every bucket is visited once, and only what is due goes.
+	assert.ElementsMatch(t, []*Entry{holds[3], holds[1]}, wh.drain(11, nil), "due by tick 11")
+	assert.ElementsMatch(t, []*Entry{holds[4]}, wh.drain(1000, nil), "due by tick 1000")
+	for i, head := range wh.buckets {
+		assert.Nil(t, head, "bucket %d not empty", i)
 	}
 }

@@ -2,31 +2,33 @@ package watchdog
 
 import "time"
 
-// Hold is one lock that a Watchdog keeps alive. Fill in the exported fields
-// and Add it; they must not change afterwards. A Hold is added once: after
+// Entry is one hash field that a Watchdog keeps alive by renewing its
+// key's lease (and the field's own, where it has one): a lock holder's
+// field, or a fair lock's queued waiter. Fill in the exported fields and
+// Add it; they must not change afterwards. An Entry is added once: after
 // it was removed or lost, make a new one.
-type Hold struct {
-	// Key is the lock's hash key.
+type Entry struct {
+	// Key is the hash key.
 	Key string
-	// Field is the owner's field in that hash.
+	// Field is the field in that hash.
 	Field string
 	// Renewed, if not nil, is called after a renewal reply confirmed the
-	// hold, with the time that renewal request was sent: Redis set the new
+	// entry, with the time that renewal request was sent: Redis set the new
 	// lease no earlier than that.
 	Renewed func(sent time.Time)
-	// Lost, if not nil, is called at most once, with the hold, when a
-	// renewal reply says the field is gone. The hold has left the watchdog
-	// by then.
-	Lost func(*Hold)
+	// Lost, if not nil, is called at most once, with the entry, when a
+	// renewal reply says the field is gone. The entry has left the
+	// watchdog by then.
+	Lost func(*Entry)
 
-	// Bookkeeping of the Watchdog the hold was added to, guarded by its mu.
+	// Bookkeeping of the Watchdog the entry was added to, guarded by its mu.
 	w          *Watchdog
 	phase      phase
 	pending    callback // the callback the last round's reply calls for
 	slot       uint16   // Cluster slot of Key, once slotted: the first round on a Cluster sets it
 	slotted    bool
-	due        int64 // wheel tick at which the next renewal is sent
-	prev, next *Hold // neighbours in its wheel slot
+	due        int64  // wheel tick at which the next renewal is sent
+	prev, next *Entry // neighbours in its wheel bucket
 }
 
 // phase is where a hold is in its life.
