@@ -391,5 +391,9 @@
 //
 // The engine never branches on a kind, and nothing a kind supplies is a
 // function value or an interface: a call on one primitive reaches no other
-// primitive's code.
+// primitive's code. Keep it so in the static call graph too: a goroutine
+// or a callback is a method (go m.settle(...)), not a closure, wherever it
+// is in the module, because a call through any func() value (every
+// context's cancel) may, for the graph, run every closure of that type.
+// (golang.org/x/tools/go/callgraph/cha draws that graph.)
 package rlock

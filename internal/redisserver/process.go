@@ -94,12 +94,9 @@ func (s *Process) Restart(ctx context.Context) error {
 		return fmt.Errorf("redisserver: start redis-server: %w", err)
 	}
 	exited := make(chan struct{})
-	go func() {
-		defer close(exited)
-		_ = cmd.Wait() // reaps the child; its exit is reported by kill
-	}()
+	go reap(cmd, exited)
 	ready := make(chan error, 1)
-	go func() { ready <- WaitReady(ctx, s.Addr()) }()
+	go s.waitReady(ctx, ready)
 	select {
 	case err := <-ready:
 		if err == nil {
@@ -163,4 +160,16 @@ func (s *Process) logTail() string {
 		data = data[len(data)-2000:]
 	}
 	return string(data)
+}
+
+// reap waits for cmd's process to exit, reaping it, and then closes
+// exited; kill reports the exit.
+func reap(cmd *exec.Cmd, exited chan<- struct{}) {
+	defer close(exited)
+	_ = cmd.Wait()
+}
+
+// waitReady sends to ready whether s answered PING (WaitReady).
+func (s *Process) waitReady(ctx context.Context, ready chan<- error) {
+	ready <- WaitReady(ctx, s.Addr())
 }
