@@ -39,7 +39,7 @@ func deployFakeClock(t *testing.T, _ scenario, r *run) deployment {
 func (r *run) jumpClock(context.Context) (Op, error) {
 	op := Op{Kind: opFault, Proc: "harness", Start: monoNow(), Detail: fmt.Sprintf("redis clock jumped %v forward", r.fault)}
 	err := r.clock.Jump(r.fault)
-	time.Sleep(r.fault)
+	time.Sleep(r.fault) // the fault lasts r.fault
 	op.End = monoNow()
 	return op, err
 }

@@ -86,7 +86,7 @@ func impairLink(name string, ways []way, imp redistest.Impairment) func(*run, co
 		for _, w := range ways {
 			errs = append(errs, r.netns.Impair(ctx, w.from, w.to, imp))
 		}
-		time.Sleep(r.fault)
+		time.Sleep(r.fault) // the fault lasts r.fault
 		for _, w := range ways {
 			errs = append(errs, r.netns.Clear(ctx, w.from))
 		}

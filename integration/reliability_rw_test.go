@@ -100,10 +100,10 @@ func TestReliabilityRWRedisPaused(t *testing.T) {
 	for _, w := range workers {
 		wg.Go(func() { w.run(t.Context(), deadline) })
 	}
-	time.Sleep(run / 4)
+	time.Sleep(run / 4) // the workload runs a quarter of its time before the fault
 	fault := Op{Kind: opFault, Proc: "harness", Start: monoNow(), Detail: "lock node paused"}
 	require.NoError(t, lockNode.Pause(t.Context()))
-	time.Sleep(pause)
+	time.Sleep(pause) // the fault: the lock node stays paused this long
 	require.NoError(t, lockNode.Resume(t.Context()))
 	fault.End = monoNow()
 	rec.add(fault)

@@ -49,7 +49,7 @@ func (r *run) starveHolder(context.Context) (Op, error) {
 	proc := r.child.cmd.Process
 	op := Op{Kind: opFault, Proc: "harness", Start: monoNow(), Detail: fmt.Sprintf("%s starved", r.child.cfg.Proc)}
 	err := proc.Signal(syscall.SIGUSR1)
-	time.Sleep(r.fault)
+	time.Sleep(r.fault) // the fault lasts r.fault
 	if err == nil {
 		err = proc.Signal(syscall.SIGUSR1)
 	}

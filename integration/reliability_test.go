@@ -91,8 +91,8 @@ func (r *run) stopHolder(context.Context) (Op, error) {
 		op.End = monoNow()
 		return op, fmt.Errorf("stop the victim: %w", err)
 	}
-	time.Sleep(r.fault)
-	op.End = monoNow() // before SIGCONT: the process cannot act before this
+	time.Sleep(r.fault) // the fault lasts r.fault
+	op.End = monoNow()  // before SIGCONT: the process cannot act before this
 	if err := proc.Signal(syscall.SIGCONT); err != nil {
 		return op, fmt.Errorf("resume the victim: %w", err)
 	}
@@ -112,7 +112,7 @@ func (r *run) pauseRedis(ctx context.Context) (Op, error) {
 		op.End = monoNow()
 		return op, fmt.Errorf("pause redis: %w", err)
 	}
-	time.Sleep(r.fault)
+	time.Sleep(r.fault) // the fault lasts r.fault
 	err := r.lock.Resume(ctx)
 	op.End = monoNow()
 	return op, err
@@ -126,7 +126,7 @@ func (r *run) restartRedis(ctx context.Context) (Op, error) {
 		op.End = monoNow()
 		return op, fmt.Errorf("kill redis: %w", err)
 	}
-	time.Sleep(r.fault)
+	time.Sleep(r.fault) // the fault lasts r.fault
 	err := r.lock.Restart(ctx)
 	op.End = monoNow()
 	return op, err
@@ -137,7 +137,7 @@ func (r *run) restartRedis(ctx context.Context) (Op, error) {
 func (r *run) cutLink(context.Context) (Op, error) {
 	op := Op{Kind: opFault, Proc: "harness", Start: monoNow(), Detail: "proxy link cut"}
 	r.proxy.Cut()
-	time.Sleep(r.fault)
+	time.Sleep(r.fault) // the fault lasts r.fault
 	r.proxy.Heal()
 	op.End = monoNow()
 	return op, nil
@@ -151,7 +151,7 @@ func (r *run) restartRedisAtOnce(ctx context.Context) (Op, error) {
 	if err == nil {
 		err = r.lock.Restart(ctx)
 	}
-	time.Sleep(r.fault)
+	time.Sleep(r.fault) // the fault lasts r.fault
 	op.End = monoNow()
 	return op, err
 }

@@ -34,7 +34,7 @@ func TestCancelledStormLeavesNothing(t *testing.T) {
 				assert.ErrorIs(t, err, context.DeadlineExceeded)
 				return
 			}
-			time.Sleep(time.Duration(rand.IntN(5)) * time.Millisecond)
+			time.Sleep(time.Duration(rand.IntN(5)) * time.Millisecond) // workload pacing: a hold of a few ms
 			assert.NoError(t, mu.Unlock(lctx))
 		})
 	}
