@@ -17,6 +17,8 @@
 --                           (a copy may still arrive), or 0
 -- ARGV[6] fence life in ms
 -- ARGV[7] '1' when the caller waits on the unlock channel, else '0'
+-- KEYS[4..5] and ARGV[8..10], which every kind is sent (lua/doc.go), are
+-- the fair lock's: not read here.
 --
 -- Reply: {GRANTED, count, token}  acquired (count 1) or re-entered
 --        {REFUSED, pttl}         another owner holds it (pttl -1: no expiry)

@@ -105,11 +105,22 @@
 //	NotCounted 7  {NotCounted, count}      the request did not count
 //
 // Each script's header names the codes it answers. Every acquire script
-// takes acquire.lua's KEYS and ARGV (a kind may take more after them) and
-// answers Granted, Refused or Stale; every release script takes
-// release.lua's and answers NotHeld, StillHeld, Freed or Stale; so one
-// request protocol and one pair of decoders in package rlock serve them
-// all. The other scripts (renew, force_release, inspect, rw_state,
+// answers Granted, Refused or Stale, and every release script NotHeld,
+// StillHeld, Freed or Stale; so one request protocol and one pair of
+// decoders in package rlock serve them all.
+//
+// They also take one call layout, which rlock builds in one place
+// (acquireCall, releaseCall) for every kind of lock:
+//
+//	acquire  KEYS  hash, token counter, fences, queue, unlock channel
+//	         ARGV  F, seq, count, lease ms, superseded, fence life ms,
+//	               waiting, publish command, watchdog lease ms, watched
+//	release  KEYS  hash, unlock channel, fences, token counter, queue
+//	         ARGV  F, seq, count, publish command, superseded, fence life ms
+//
+// A script reads what it needs and leaves the rest: only the fair lock's
+// read the queue, the hand-over channel and the last three acquire
+// arguments. Its header lists what it reads. The other scripts (renew, force_release, inspect, rw_state,
 // latch_set, semaphore_permits, semaphore_available) answer plain numbers
 // (booleans, counts) or values, as their headers say, never codes.
 //

@@ -17,6 +17,8 @@
 -- ARGV[4] publish command   'publish', or 'spublish' on a Cluster
 -- ARGV[5] superseded        the highest seq of F whose reply never came, or 0
 -- ARGV[6] fence life in ms
+-- KEYS[4..5], which every kind is sent (lua/doc.go), are the fair lock's:
+-- not read here.
 --
 -- Reply: {NOT_HELD, 0}       F does not hold the lock (also when the key
 --                           was overwritten by something that is not a lock)
