@@ -2,7 +2,7 @@ package rlock_test
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -126,20 +126,19 @@ func TestFairRedisRestart(t *testing.T) {
 		go func() {
 			// A Lock whose request Redis answered only after the restart
 			// may find its local deadline, counted from the first send,
-			// passed already: it fails with ErrLockLost, as a Mutex's does,
-			// and the caller asks again.
+			// passed already: it fails with ErrLockLost, as a Mutex's does.
+			// One whose requests met Redis down for longer than the retry
+			// timeout (a loaded machine restarts a container slowly) fails
+			// with the transport error. The caller asks again after either.
+			var err error
 			for range 3 {
-				ctx, err := w.Lock(t.Context())
-				if errors.Is(err, rlock.ErrLockLost) {
-					continue
+				var ctx context.Context
+				if ctx, err = w.Lock(t.Context()); err == nil {
+					results <- w.Unlock(ctx)
+					return
 				}
-				if err == nil {
-					err = w.Unlock(ctx)
-				}
-				results <- err
-				return
 			}
-			results <- errors.New("three Locks in a row lost their grant")
+			results <- fmt.Errorf("three Locks in a row failed, the last with: %w", err)
 		}()
 		waitQueued(t, node.Client(t), name, i+1)
 	}
@@ -155,7 +154,7 @@ func TestFairRedisRestart(t *testing.T) {
 		select {
 		case err := <-results:
 			assert.NoError(t, err)
-		case <-time.After(5 * lease):
+		case <-time.After(redistest.Patience + 5*lease):
 			t.Fatal("a waiter is stuck after the restart")
 		}
 	}

@@ -1,7 +1,11 @@
 package redistest
 
 import (
+	"math/rand/v2"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/redis/rueidis"
@@ -45,7 +49,26 @@ func ForEachSetup(t *testing.T, suite func(t *testing.T, s Setup)) {
 }
 
 // LockName is a lock name unique to the running test: its name, with the
-// subtest separators written as colons.
+// subtest separators written as colons, and a suffix of this run of it.
+// Calls in one test get the same name. The suffix is what lets a test run
+// again (-count, or against a REDIS_ADDR that outlives the process) on a
+// Redis that still holds its last run's keys: a fencing counter, a latch
+// left counting, a queue entry's lease.
 func LockName(t testing.TB) string {
-	return strings.ReplaceAll(t.Name(), "/", ":")
+	if n, ok := lockNames.Load(t); ok {
+		return n.(string)
+	}
+	n := strings.ReplaceAll(t.Name(), "/", ":") + "~" + lockNameRun + strconv.FormatUint(lockNameSeq.Add(1), 36)
+	if _, loaded := lockNames.LoadOrStore(t, n); !loaded {
+		t.Cleanup(func() { lockNames.Delete(t) })
+	}
+	return LockName(t)
 }
+
+// What LockName needs: the names given out, by test; a mark of this
+// process; a counter.
+var (
+	lockNames   sync.Map
+	lockNameRun = strconv.FormatUint(uint64(rand.Uint32()), 36) + "."
+	lockNameSeq atomic.Uint64
+)
