@@ -248,8 +248,8 @@
 //     to the confirmed count supersedes the lost calls and takes back
 //     whatever the one that ran did (a fair release also takes the owner
 //     out of the queue). A latch settles with a count-down call that
-//     counts nothing (ARGV[7] '0'); it carries the request's first number
-//     (ARGV[3]), as a resend does, and answers Counted if a call of the
+//     counts nothing (ARGV[4] '0'); it carries the number reserved for the
+//     request (ARGV[3]), as a resend does, and answers Counted if a call of the
 //     request counted, so a request counts once.
 //   - Leases only lengthen. A re-entry and a renewal use PEXPIRE GT, and a
 //     release leaves the lease as it is, so a key never expires before

@@ -11,8 +11,10 @@
 -- ARGV[1] Client id C
 -- ARGV[2] seq               this call's sequence number: above every earlier
 --                           call of C (C's calls on one latch take turns)
--- ARGV[3] first             the seq of the request's first call: a resend
---                           carries it so that it does not count twice
+-- ARGV[3] first             a number the Client reserved for the request
+--                           just before its first call: every call of the
+--                           request, resends and the settling call, carries
+--                           it, so that the request does not count twice
 -- ARGV[4] '1' to count down, '0' only to settle: fence the lost calls and
 --         tell whether one of them counted
 -- ARGV[5] superseded        the highest seq of C whose reply never came, or 0

@@ -40,7 +40,7 @@ type RWMutex struct {
 }
 
 // The two kinds of hold of an RWMutex, on one hash: an owner's read and
-// write holds are two fields, two slots and two holds.
+// write holds are two fields, two turns and two holds.
 var (
 	readKind = &kind{
 		name:    "rwmutex.read",
@@ -67,7 +67,7 @@ func (c *Client) RWMutex(name string) *RWMutex {
 	}
 }
 
-// readLock and writeLock return rw's engines, nil for a nil handle: their
+// readLock and writeLock return rw's engines, nilLock for a nil handle: their
 // methods answer ErrNilClient then.
 func (rw *RWMutex) readLock() *lock {
 	if rw == nil {
