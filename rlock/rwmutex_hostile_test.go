@@ -146,7 +146,7 @@ func TestRWHostileSharedOwnerAndCancels(t *testing.T) {
 
 	raw := redistest.Shared(t).Client(t)
 	redistest.AssertNoSubscribers(t, raw, rwKeys(name)) // while the Clients live
-	drain(t, clients...)                                  // every request given up on has landed
+	drain(t, clients...)                                // every request given up on has landed
 	assert.Equal(t, []string{rwKeys(name).Token}, redistest.LastingKeys(t, raw, rwKeys(name)),
 		"no hold or mark left: %v", rwFields(t, raw, name))
 }
