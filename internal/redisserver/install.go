@@ -39,7 +39,7 @@ func Ensure(ctx context.Context, w io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, InstallTimeout)
 	defer cancel()
-	return installOnce(ctx, InstallLockPath(), aptInstaller{w: w})
+	return installOnce(ctx, w, InstallLockPath(), aptInstaller{w: w})
 }
 
 // InstallLockPath is the lock file under which processes install
@@ -119,16 +119,20 @@ type installer interface {
 
 // installOnce runs in's install unless it is installed, holding the lock
 // file at lockPath, so that of the processes that call it at once one
-// installs and the others, once it is done, find it installed.
-func installOnce(ctx context.Context, lockPath string, in installer) error {
+// installs and the others, once it is done, find it installed. A wait for
+// another's install is reported on w.
+func installOnce(ctx context.Context, w io.Writer, lockPath string, in installer) error {
 	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return fmt.Errorf("redisserver: install lock: %w", err)
 	}
 	defer f.Close() // which releases the lock
 	lock := fileLock{f}
-	if err := Poll(ctx, lock.try); err != nil {
-		return fmt.Errorf("redisserver: wait for another process's install of redis-server (%s): %w", lockPath, err)
+	if lock.try(ctx) != nil {
+		fmt.Fprintf(w, "rlock: waiting for another process's install of redis-server (%s)...\n", lockPath)
+		if err := Poll(ctx, lock.try); err != nil {
+			return fmt.Errorf("redisserver: wait for another process's install of redis-server (%s): %w", lockPath, err)
+		}
 	}
 	if in.installed() {
 		return nil
@@ -200,20 +204,31 @@ func debianPackageInstalled(ctx context.Context, pkg string) bool {
 }
 
 // stopService stops the redis-server service that installing the package
-// started, with service or else systemctl. A machine without either, or
-// one where the package started nothing, has nothing to stop.
+// started, with service or else systemctl: it would hold port 6379 for
+// nothing, since rlock runs its own servers on ports of their own, which is
+// also why one left running is only reported. A machine without either, or
+// where the package started nothing, has nothing to stop.
 func (a aptInstaller) stopService(ctx context.Context) {
-	var cmd *exec.Cmd
+	var status, stop *exec.Cmd
 	switch {
 	case onPath("service"):
-		cmd = exec.CommandContext(ctx, "service", "redis-server", "stop")
+		status = exec.CommandContext(ctx, "service", "redis-server", "status")
+		stop = exec.CommandContext(ctx, "service", "redis-server", "stop")
 	case onPath("systemctl"):
-		cmd = exec.CommandContext(ctx, "systemctl", "stop", "redis-server")
+		status = exec.CommandContext(ctx, "systemctl", "is-active", "--quiet", "redis-server")
+		stop = exec.CommandContext(ctx, "systemctl", "stop", "redis-server")
 	default:
 		return
 	}
-	cmd.Env = append(os.Environ(), "PATH="+systemPath())
-	if err := cmd.Run(); err == nil {
-		fmt.Fprintln(a.w, "rlock: stopped the redis-server service the package started; rlock runs its own servers")
+	env := append(os.Environ(), "PATH="+systemPath())
+	status.Env, stop.Env = env, env
+	if status.Run() != nil {
+		return // not running
 	}
+	if out, err := stop.CombinedOutput(); err != nil {
+		fmt.Fprintf(a.w, "rlock: the redis-server service the package started still runs (%s: %v %s); rlock runs its own servers beside it\n",
+			strings.Join(stop.Args, " "), err, strings.TrimSpace(string(out)))
+		return
+	}
+	fmt.Fprintln(a.w, "rlock: stopped the redis-server service the package started; rlock runs its own servers")
 }

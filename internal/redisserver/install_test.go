@@ -3,8 +3,10 @@ package redisserver
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -118,7 +120,7 @@ func TestInstallOnceInstallsOnce(t *testing.T) {
 	errs := make([]error, callers)
 	var wg sync.WaitGroup
 	for i := range callers {
-		wg.Go(func() { errs[i] = installOnce(t.Context(), lock, in) })
+		wg.Go(func() { errs[i] = installOnce(t.Context(), io.Discard, lock, in) })
 	}
 	wg.Wait()
 	for i, err := range errs {
@@ -141,12 +143,14 @@ func TestInstallOnceWaitsWithinContext(t *testing.T) {
 	in := fileInstaller{path: filepath.Join(dir, "redis-server"), installs: new(atomic.Int32)}
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
-	err = installOnce(ctx, lock, in)
+	var out strings.Builder
+	err = installOnce(ctx, &out, lock, in)
+	assert.Contains(t, out.String(), "rlock: waiting for another process's install of redis-server")
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.ErrorContains(t, err, "wait for another process's install")
 	assert.Zero(t, in.installs.Load(), "no install while another holds the lock")
 
 	require.NoError(t, holder.Close())
-	require.NoError(t, installOnce(t.Context(), lock, in), "the lock is free once its holder closes it")
+	require.NoError(t, installOnce(t.Context(), io.Discard, lock, in), "the lock is free once its holder closes it")
 	assert.Equal(t, int32(1), in.installs.Load(), "installs")
 }
