@@ -83,6 +83,9 @@ var (
 	errUnlockFailed = fmt.Errorf("%w: unlock failed", ErrLockLost)
 	// errQuorumLost: fewer parts of a MultiLock than its quorum are held.
 	errQuorumLost = fmt.Errorf("%w: fewer nodes than the quorum hold it", ErrLockLost)
+	// errQuorumClosed: Client.Close ended parts of a MultiLock, and fewer
+	// than its quorum are left.
+	errQuorumClosed = fmt.Errorf("%w: %w", errQuorumLost, ErrClosed)
 	// errHoldClosed: Client.Close ended the hold.
 	errHoldClosed = fmt.Errorf("%w: %w", ErrLockLost, ErrClosed)
 )
