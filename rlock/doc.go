@@ -232,6 +232,45 @@
 // give-ups) and Await, which sleeps on pub/sub until the count is 0. A latch
 // Redis has lost reads as 0: Await returns at once.
 //
+// # One vocabulary
+//
+// Every primitive that is held answers to the same verbs, with the same
+// signatures and meanings as Mutex's; a verb is left out only where the
+// primitive has nothing it could mean:
+//
+//	verb            Mutex  FairMutex  RWMutex      Semaphore     CountDownLatch  MultiLock
+//	Lock            yes    yes        yes + RLock  Acquire       -  (1)          yes
+//	LockFor         yes    yes        yes + RLock… AcquireFor    -  (1)          yes
+//	TryLock         yes    yes        yes + TryR…  TryAcquire    -  (1)          yes
+//	Unlock          yes    yes        yes + RUnl…  Release       -  (1)          yes
+//	ForceUnlock     yes    yes        yes          ForceRelease  -  (1)          -  (3)
+//	IsLocked        yes    yes        yes (2)      -  Available  -  Count        -  (3)
+//	HoldCount       yes    yes        yes + RHold… yes (permits) -  (1)          -  (3)
+//	RemainingLease  yes    yes        yes          -  (4)        -  (1)          -  (3)
+//	FencingToken    yes    yes        yes          -  (4)        -  (1)          -  (3)
+//	Inspect         yes    yes        yes          yes           yes             -  (3)
+//	Name            yes    yes        yes          yes           yes             -  (3)
+//
+// (1) A latch is not held: it has TrySetCount, CountDown, Count and Await.
+// (2) RWMutex also has IsWriteLocked and ReadHolders. (3) A MultiLock is
+// its parts: it has no name or state of its own; ask each Mutex. (4) A
+// permit is one of many, not a lock: it has no fencing token, and each
+// permit's lease is its own (Inspect shows them). Counts are int
+// everywhere; a fencing token is an int64. Every bad argument, options
+// included, matches ErrInvalidArgument.
+//
+// # One name, one resource per kind
+//
+// The kind is part of every key: Mutex("x"), RWMutex("x"), FairMutex("x"),
+// Semaphore("x") and CountDownLatch("x") are five independent resources
+// that share a Cluster slot and nothing else. None excludes, waits for or
+// wakes another; within a kind, every rule above holds. A GroupedMutex is a
+// Mutex of its group, independent of a Mutex of the same name outside it.
+// (Locks taken by an rlock older than this rule, whose RWMutex and
+// FairMutex used the Mutex's keys, are invisible to it: upgrade the
+// processes that use an RWMutex or FairMutex together, or let their holds
+// end, at most one lease.)
+//
 // # Options
 //
 // New takes functional options:

@@ -69,17 +69,22 @@ func (ml *MultiLock) TryLock(ctx context.Context, wait, lease time.Duration) (co
 // Client (the quorum needs independent masters).
 //
 // unlocking lets a member whose Client is closed pass: Unlock still leaves
-// the parts on the others.
+// the parts on the others; when every member's Client is closed, Unlock has
+// nothing to do and fails with ErrClosed.
 func (ml *MultiLock) check(ctx context.Context, unlocking bool) error {
 	if ml == nil || len(ml.mutexes) == 0 {
 		return fmt.Errorf("%w: multilock of no mutexes", ErrInvalidArgument)
 	}
+	closed := 0
 	for i, m := range ml.mutexes {
 		if m == nil {
 			return fmt.Errorf("%w: multilock mutex %d is nil", ErrInvalidArgument, i)
 		}
-		if err := m.check(ctx); err != nil && !(unlocking && errors.Is(err, ErrClosed)) {
-			return m.wrap(err)
+		if err := m.check(ctx); err != nil {
+			if !unlocking || !errors.Is(err, ErrClosed) {
+				return m.wrap(err)
+			}
+			closed++
 		}
 		for _, prev := range ml.mutexes[:i] {
 			switch {
@@ -89,6 +94,9 @@ func (ml *MultiLock) check(ctx context.Context, unlocking bool) error {
 				return m.wrap(fmt.Errorf("%w: a redlock needs each mutex from its own Client, on its own master", ErrInvalidArgument))
 			}
 		}
+	}
+	if closed == len(ml.mutexes) {
+		return fmt.Errorf("%w: every part's Client", ErrClosed)
 	}
 	return nil
 }

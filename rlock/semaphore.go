@@ -101,6 +101,21 @@ func (s *Semaphore) Release(ctx context.Context) error {
 	return s.engine().unlock(ctx)
 }
 
+// HoldCount returns how many permits ctx's owner holds: 0 when it holds
+// none. Like Release, it answers for a context that is already done.
+func (s *Semaphore) HoldCount(ctx context.Context) (int, error) {
+	return s.engine().holdCount(ctx)
+}
+
+// ForceRelease gives back every permit, whoever holds it, and wakes every
+// waiter; the number of permits stays. It reports whether any permit was
+// out. This Client's own permits end with ErrLockLost; holders on other
+// Clients learn of it at their next renewal. Like Mutex.ForceUnlock, it is
+// a tool for operators, not for holders.
+func (s *Semaphore) ForceRelease(ctx context.Context) (bool, error) {
+	return s.engine().forceUnlock(ctx)
+}
+
 // TrySetPermits sets the number of permits to n > 0 when it was never set,
 // and reports whether it did. It wakes every waiter.
 func (s *Semaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
