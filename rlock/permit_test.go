@@ -94,7 +94,7 @@ func TestPermitBadArguments(t *testing.T) {
 	_, err = nilSem.AcquirePermit(t.Context(), time.Minute)
 	assert.ErrorIs(t, err, rlock.ErrNilClient)
 	assert.ErrorIs(t, nilSem.ReleasePermit(t.Context(), id), rlock.ErrNilClient)
-	//nolint:staticcheck // a nil context is the bad input under test
+	//lint:ignore SA1012 a nil context is the bad input under test
 	assert.ErrorIs(t, front.ReleasePermit(nil, id), rlock.ErrNilContext)
 
 	c, err := rlock.New(redistest.Shared(t).Client(t))
