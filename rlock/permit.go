@@ -214,15 +214,8 @@ func (l *lock) takePermit(ctx context.Context, id string, lease time.Duration, w
 	if err == nil {
 		g, err = parseGrant(reply)
 	}
-	if err == nil && g.acquired && acked {
-		l.replicaAcked(ctx, acks, sent)
-		if acks < int64(l.c.cfg.replicas) {
-			return grant{}, l.unreplicated(ctx, t, acks)
-		}
-	}
-	if err == nil && g.acquired && ctx.Err() != nil {
-		l.giveBack(ctx, t, 0, "a permit granted to a done context")
-		err = ctx.Err()
+	if err == nil && g.acquired {
+		err = l.keepPermit(ctx, t, acked, acks, sent)
 	}
 	if err != nil {
 		l.settle(ctx, t)
@@ -236,6 +229,25 @@ func (l *lock) takePermit(ctx context.Context, id string, lease time.Duration, w
 		return grant{}, fmt.Errorf("rlock: acquire permit: %w", err)
 	}
 	return g, nil
+}
+
+// keepPermit checks a permit just granted in turn t, whose turn the
+// caller has, and gives it back when it cannot be kept: too few replicas
+// acknowledged it (with WithReplicaAck; acked, and acks of them, for the
+// request first sent at sent), or ctx ended meanwhile, so that no caller
+// would learn its id.
+func (l *lock) keepPermit(ctx context.Context, t *turn, acked bool, acks int64, sent time.Time) error {
+	if acked {
+		l.replicaAcked(ctx, acks, sent)
+		if acks < int64(l.c.cfg.replicas) {
+			return l.unreplicated(ctx, t, acks)
+		}
+	}
+	if ctx.Err() != nil {
+		l.giveBack(ctx, t, 0, "a permit granted to a done context")
+		return ctx.Err()
+	}
+	return nil
 }
 
 // permitLease checks a travelling permit's lease: it has no watchdog, so

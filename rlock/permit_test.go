@@ -73,6 +73,29 @@ func TestPermitTravels(t *testing.T) {
 	assert.False(t, exists(t, redistest.Shared(t).Client(t), semaphoreKeys(front.Name()).Hash), "no holder left")
 }
 
+// testPermitTravels, on every setup (TestSemaphoreAndLatch): a permit
+// that a Client waits for is taken when another Client's travelling
+// permit comes back, and given back in turn by a third Client.
+func testPermitTravels(t *testing.T, s redistest.Setup) {
+	name := redistest.LockName(t)
+	front, waiter, worker := newRlock(t, s.Client(t)).Semaphore(name), newRlock(t, s.Client(t)).Semaphore(name), newRlock(t, s.Client(t)).Semaphore(name)
+	_, err := front.TrySetPermits(t.Context(), 1)
+	require.NoError(t, err)
+	id, err := front.AcquirePermit(t.Context(), time.Minute)
+	require.NoError(t, err)
+	ids := make(chan string, 1)
+	go acquirePermitInto(t, waiter, ids)
+	redistest.WaitSubscribers(t, s.Client(t), semaphoreKeys(name).Channel, 1)
+	require.NoError(t, worker.ReleasePermit(t.Context(), id))
+	next := receive(t, ids, "the waiting AcquirePermit")
+	require.NotEmpty(t, next)
+	assert.Equal(t, 0, available(t, worker), "the waiter took the permit that came back")
+	require.NoError(t, worker.ExtendPermit(t.Context(), next, 2*time.Minute))
+	require.NoError(t, worker.ReleasePermit(t.Context(), next))
+	assert.ErrorIs(t, front.ReleasePermit(t.Context(), next), rlock.ErrNotHeld)
+	assert.Equal(t, 1, available(t, front))
+}
+
 // TestPermitBadArguments: a lease below MinLease (there is no default: a
 // permit nobody renews must end by itself) and a negative wait are
 // refused at once; a nil handle and a closed Client answer as for Acquire.
