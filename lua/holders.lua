@@ -42,11 +42,12 @@ local function holders(hash, now, drop)
     return live, earliest, expired, fields
 end
 
--- permitsBack ends a release that left live permits held and freed some
--- (this one's, and expired holders' dropped on the way): the hash goes when
--- no holder is left, and when permits came back and someone waits
--- (waiting: the hash's 'waiters' field) the channel is told with publish:
--- 'unlocked' wakes one waiter for one permit, 'all' every waiter for more.
+-- permitsBack ends a release after which live permits are held and freed
+-- came back (the released ones, and expired holders' dropped on the way):
+-- the hash goes when no holder is left, and when permits came back and
+-- someone waits (waiting: the hash's 'waiters' field) the channel is told
+-- with publish: 'unlocked' wakes one waiter for one permit, 'all' every
+-- waiter for more.
 local function permitsBack(hash, live, freed, waiting, publish, channel)
     if live == 0 then
         redis.call('del', hash)

@@ -31,8 +31,9 @@
 -- Holders whose own lease passed are dropped first: their permits are
 -- free. A call that asks for no more than F holds (a resend whose lost
 -- call applied) is granted even when permits were taken away meanwhile:
--- refusing it would leave F holding what its caller thinks it lacks. A grant only lengthens F#exp and the hash's lease (PEXPIRE GT), so
--- the hash outlives every live holder. No allow-oom, as acquire.lua.
+-- refusing it would leave F holding what its caller thinks it lacks. A
+-- grant only lengthens F#exp and the hash's lease (PEXPIRE GT), so the
+-- hash outlives every live holder. No allow-oom, as acquire.lua.
 local hash, permits, fences, owner = KEYS[1], KEYS[2], KEYS[3], ARGV[1]
 local seq, superseded = tonumber(ARGV[2]), tonumber(ARGV[5])
 local seqField, expField = owner .. '#seq', owner .. '#exp'
