@@ -17,8 +17,9 @@
 // Every script is atomic: no other command runs in Redis while it does.
 // They open with a #!lua shebang, which needs Redis 7 or later, as does
 // PEXPIRE ... GT, which they use. The release scripts (release,
-// fair_release, rw_read_release, rw_write_release, semaphore_release),
-// force_release and renew carry the allow-oom flag, so that locks can
+// fair_release, rw_read_release, rw_write_release, semaphore_release,
+// semaphore_permit_release), force_release, renew and
+// semaphore_permit_extend carry the allow-oom flag, so that locks can
 // still be released and renewed when Redis is at maxmemory; the acquire
 // scripts do not, so at maxmemory Redis refuses new holds cleanly, before
 // they run. inspect, rw_state and semaphore_available carry no-writes
@@ -29,8 +30,9 @@
 //
 // # Which scripts may be resent
 //
-// Only idempotent scripts may be resent blindly. Renew is owner-checked
-// and only lengthens leases, and RWState and SemaphoreAvailable read
+// Only idempotent scripts may be resent blindly. Renew and
+// SemaphorePermitExtend are checked against the holder and only lengthen
+// leases, and RWState and SemaphoreAvailable read
 // without writing: they are built retryable, and rueidis resends them
 // after a lost reply. Inspect is read-only and goes as EVALSHA_RO, which
 // rueidis resends too. Every other script writes, and a blind resend could
@@ -120,8 +122,12 @@
 //
 // A script reads what it needs and leaves the rest: only the fair lock's
 // read the queue, the hand-over channel and the last three acquire
-// arguments. Its header lists what it reads. The other scripts (renew, force_release, inspect, rw_state,
-// latch_set, semaphore_permits, semaphore_available) answer plain numbers
+// arguments. Its header lists what it reads. (semaphore_permit_release,
+// whose releaser is a Client, takes the release layout with a count-down's
+// ARGV[3], a number reserved before the request, and the permit as
+// ARGV[7].) The other scripts (renew, force_release, inspect, rw_state,
+// latch_set, semaphore_permits, semaphore_available,
+// semaphore_permit_extend) answer plain numbers
 // (booleans, counts) or values, as their headers say, never codes.
 //
 // # Redis layout
@@ -197,10 +203,15 @@
 //	P{N'}:semaphore:permits  string  the number of permits, persistent
 //	P{N'}:semaphore:unlock   channel 'unlocked' for one permit back, 'all' for more, and
 //	                                 'all' when permits are set or added
-//	P{N'}:semaphore:fence    hash    the give-up fences, as a lock's
+//	P{N'}:semaphore:fence    hash    the give-up fences, as a lock's; C#seq -> the seq of Client
+//	                                 C's latest ReleasePermit call that gave a permit back
 //
 // A holder whose F#exp has passed holds nothing: every script drops it
-// before it decides.
+// before it decides. A travelling permit (AcquirePermit) is the holder
+// F = 'permit:<id>', F -> 1, whose acquire is a request with F as owner
+// (semaphore_acquire, settled by semaphore_release); any Client gives it
+// back with semaphore_permit_release and lengthens it with
+// semaphore_permit_extend.
 //
 // CountDownLatch (latch_*.lua), on the base P{N'}:latch:
 //

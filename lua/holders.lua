@@ -41,3 +41,22 @@ local function holders(hash, now, drop)
     end
     return live, earliest, expired, fields
 end
+
+-- permitsBack ends a release after which live permits are held and freed
+-- came back (the released ones, and expired holders' dropped on the way):
+-- the hash goes when no holder is left, and when permits came back and
+-- someone waits (waiting: the hash's 'waiters' field) the channel is told
+-- with publish: 'unlocked' wakes one waiter for one permit, 'all' every
+-- waiter for more.
+local function permitsBack(hash, live, freed, waiting, publish, channel)
+    if live == 0 then
+        redis.call('del', hash)
+    end
+    if freed > 0 and waiting then
+        local message = 'unlocked'
+        if freed > 1 then
+            message = 'all'
+        end
+        redis.call(publish, channel, message)
+    end
+end

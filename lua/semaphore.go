@@ -15,3 +15,15 @@ var SemaphoreAvailable = load("semaphore_available.lua", retryable)
 // SemaphorePermits sets or changes a semaphore's permits (see
 // semaphore_permits.lua).
 var SemaphorePermits = load("semaphore_permits.lua", once)
+
+// SemaphorePermitRelease gives back a travelling permit by its id, from
+// any Client, once per request; it takes Release's KEYS and ARGV layout
+// (see semaphore_permit_release.lua). A travelling permit's acquire is
+// SemaphoreAcquire, and the settling of a lost one SemaphoreRelease, with
+// the permit as the owner.
+var SemaphorePermitRelease = load("semaphore_permit_release.lua", once)
+
+// SemaphorePermitExtend lengthens a travelling permit's lease; checked
+// against the permit and only lengthening, so retryable (see
+// semaphore_permit_extend.lua).
+var SemaphorePermitExtend = load("semaphore_permit_extend.lua", retryable)

@@ -29,8 +29,11 @@
 --        {STALE, 0}           a superseded copy; nothing was done
 --
 -- Holders whose own lease passed are dropped first: their permits are
--- free. A grant only lengthens F#exp and the hash's lease (PEXPIRE GT), so
--- the hash outlives every live holder. No allow-oom, as acquire.lua.
+-- free. A call that asks for no more than F holds (a resend whose lost
+-- call applied) is granted even when permits were taken away meanwhile:
+-- refusing it would leave F holding what its caller thinks it lacks. A
+-- grant only lengthens F#exp and the hash's lease (PEXPIRE GT), so the
+-- hash outlives every live holder. No allow-oom, as acquire.lua.
 local hash, permits, fences, owner = KEYS[1], KEYS[2], KEYS[3], ARGV[1]
 local seq, superseded = tonumber(ARGV[2]), tonumber(ARGV[5])
 local seqField, expField = owner .. '#seq', owner .. '#exp'
@@ -55,7 +58,7 @@ local count, mine = 1, 0
 if held[1] then
     count, mine = tonumber(ARGV[3]), tonumber(held[1])
 end
-if live - mine + count > tonumber(redis.call('get', permits) or '0') then
+if count > mine and live - mine + count > tonumber(redis.call('get', permits) or '0') then
     if redis.call('exists', hash) == 1 then
         redis.call('hset', hash, 'waiters', 1)
     end

@@ -56,14 +56,5 @@ if held[1] then
     end
 end
 fence(fences, owner, superseded, ARGV[6])
-if live == 0 then
-    redis.call('del', hash)
-end
-if freed > 0 and held[3] then
-    local message = 'unlocked'
-    if freed > 1 then
-        message = 'all'
-    end
-    redis.call(ARGV[4], KEYS[2], message)
-end
+permitsBack(hash, live, freed, held[3], ARGV[4], KEYS[2])
 return reply

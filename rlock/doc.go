@@ -227,6 +227,13 @@
 // loses its data loses them too (set them again). Waiters sleep on pub/sub
 // and wake when permits come back.
 //
+// A permit can also travel, as Redisson's RPermitExpirableSemaphore's do:
+// AcquirePermit takes one for a lease and returns its id, which another
+// process gives back with ReleasePermit or keeps with ExtendPermit, on any
+// Client. Travelling and context-bound permits draw from the same
+// permits and wake each other's waiters; a travelling permit is nobody's
+// hold, so nothing renews it and Close does not end it.
+//
 // Client.CountDownLatch is Java's CountDownLatch across processes:
 // TrySetCount, CountDown (exactly once per call, also under resends and
 // give-ups) and Await, which sleeps on pub/sub until the count is 0. A latch
@@ -372,8 +379,8 @@
 // (waiting on the unlock channel), hooks.go (the Hooks API and the traces
 // of calls), errors.go (the sentinels and every cause a hold ends with).
 // The primitives: mutex.go, group.go, rwmutex.go, rwmutex_state.go,
-// fairmutex.go with fairqueue.go, semaphore.go, latch.go, multilock.go
-// with multihold.go; inspect.go reads a lock for operators.
+// fairmutex.go with fairqueue.go, semaphore.go with permit.go, latch.go,
+// multilock.go with multihold.go; inspect.go reads a lock for operators.
 //
 // How a Lock travels (uncontended). acquire.go is the spine, its functions
 // in the order they run; each other file is entered once, at its step:

@@ -26,6 +26,7 @@ func TestSemaphoreAndLatch(t *testing.T) {
 		"DeadHolderComesBack":  testSemaphoreDeadHolderComesBack,
 		"WatchdogKeepsPermits": testSemaphoreWatchdogKeepsPermits,
 		"LatchAwaitWakesAll":   testLatchAwaitWakesAll,
+		"PermitTravels":        testPermitTravels,
 	}
 	redistest.ForEachSetup(t, func(t *testing.T, s redistest.Setup) {
 		for name, tc := range cases {
