@@ -194,16 +194,16 @@ func (l *lock) guarded(ctx context.Context, o *owner, n int, words []string, tr 
 	sctx, cancel := l.c.detached(ctx)
 	defer cancel()
 	_, serr := l.run(sctx, t, h, l.doCall(t.id.field, first, 0, nil), false)
+	if ctx.Err() != nil {
+		err = doneErr(ctx)
+	}
 	switch {
 	case errors.Is(serr, ErrResultsLost):
-		return nil, serr
+		return nil, fmt.Errorf("%w; %w", err, serr)
 	case errors.Is(serr, errNotRun):
 		serr = errors.New("the commands did not run")
 	default:
 		serr = fmt.Errorf("settling failed too, the commands may have run: %w", serr)
-	}
-	if ctx.Err() != nil {
-		err = doneErr(ctx)
 	}
 	return nil, fmt.Errorf("%w; %w", err, serr)
 }
