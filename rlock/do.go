@@ -146,7 +146,7 @@ func (l *lock) do(ctx context.Context, cmds []rueidis.Completed, readOnly bool) 
 		return nil, l.wrap(err)
 	}
 	if ctx.Err() != nil {
-		return nil, l.wrap(fmt.Errorf("rlock: do: %w", doneErr(ctx)))
+		return nil, l.wrap(fmt.Errorf("rlock: do: %w", l.doneDo(ctx)))
 	}
 	words, err := l.commandWords(cmds, readOnly)
 	if err != nil {
@@ -163,6 +163,20 @@ func (l *lock) do(ctx context.Context, cmds []rueidis.Completed, readOnly bool) 
 		return res, l.wrap(fmt.Errorf("rlock: do: %w", err))
 	}
 	return res, nil
+}
+
+// doneDo is why a Do with the done ctx sends nothing: ctx's error, which
+// matches ErrNotHeld too when ctx is a lock context of l whose hold its
+// final Unlock ended.
+func (l *lock) doneDo(ctx context.Context) error {
+	err := doneErr(ctx)
+	if o, ok := ownerFrom(ctx); ok {
+		h, ok := ctx.Value(holdKey{l.c, l.holdID(o)}).(*hold)
+		if ok && !h.active() && context.Cause(h.life) == context.Canceled {
+			return fmt.Errorf("%w (%w)", ErrNotHeld, err)
+		}
+	}
+	return err
 }
 
 // guarded is do's request, in owner o's turn: one call of do.lua, resent

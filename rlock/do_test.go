@@ -144,7 +144,7 @@ func testDoNotHeld(t *testing.T, s redistest.Setup) {
 
 	require.NoError(t, mu.Unlock(hctx))
 	_, err = mu.Do(hctx, set())
-	assert.Error(t, err, "after the final Unlock")
+	assert.ErrorIs(t, err, rlock.ErrNotHeld, "after the final Unlock")
 	assert.ErrorIs(t, err, context.Canceled, "the lock context is done: nothing is sent")
 	assert.Empty(t, get(t, rc, key), "no Do wrote")
 }
