@@ -153,6 +153,11 @@
 // lower than the highest it has seen: a holder whose lock was lost, however
 // late its write arrives, is turned away.
 //
+// For data kept in Redis beside the lock, Mutex.Do (and FairMutex.Do,
+// RWMutex.Do) needs no token: it runs commands in the same script as the
+// check that ctx's owner holds the lock, so a holder that lost it writes
+// nothing, however late it runs; Key names keys in the lock's slot.
+//
 // # Waiting: TryLock and LockFor
 //
 // Lock and LockFor wait until the lock is free, or ctx is done; they then
@@ -334,7 +339,8 @@
 // of calls), errors.go (the sentinels and every cause a hold ends with).
 // The primitives: mutex.go, group.go, rwmutex.go, rwmutex_state.go,
 // fairmutex.go with fairqueue.go, semaphore.go, latch.go, multilock.go
-// with multihold.go; inspect.go reads a lock for operators.
+// with multihold.go; inspect.go reads a lock for operators; do.go runs a
+// holder's commands under the ownership check (lua/do.lua).
 //
 // How a Lock travels (uncontended). acquire.go is the spine, its functions
 // in the order they run; each other file is entered once, at its step:
