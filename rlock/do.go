@@ -192,8 +192,10 @@ func (l *lock) guarded(ctx context.Context, o *owner, n int, words []string, tr 
 	switch {
 	case t.count == 0:
 		return nil, ErrNotHeld
+	case h == nil && t.hold != nil && errors.Is(context.Cause(t.hold.life), ErrLockLost):
+		return nil, context.Cause(t.hold.life)
 	case h == nil:
-		return nil, fmt.Errorf("%w: %w", ErrLockLost, context.Cause(t.hold.life))
+		return nil, ErrLockLost
 	case ctx.Err() != nil:
 		return nil, doneErr(ctx)
 	}
@@ -217,7 +219,7 @@ func (l *lock) guarded(ctx context.Context, o *owner, n int, words []string, tr 
 	case errors.Is(serr, errNotRun):
 		serr = errors.New("the commands did not run")
 	default:
-		serr = fmt.Errorf("settling failed too, the commands may have run: %w", serr)
+		serr = fmt.Errorf("the commands may have run: settling: %w", serr)
 	}
 	return nil, fmt.Errorf("%w; %w", err, serr)
 }
