@@ -66,7 +66,7 @@ func startFairWaiter(t *testing.T, node *redistest.Node, name string, lease time
 		_ = cmd.Process.Kill()
 		<-exited
 	})
-	redistest.WaitQueued(t, node.Client(t), lockKeys(name), n+1) // the waiter process queued
+	redistest.WaitQueued(t, node.Client(t), fairKeys(name), n+1) // the waiter process queued
 	return cmd
 }
 
@@ -86,7 +86,7 @@ func TestFairKilledWaiter(t *testing.T) {
 		what := map[bool]string{false: "Queued", true: "Granted"}[granted]
 		t.Run(what, func(t *testing.T) {
 			name := redistest.LockName(t)
-			k := lockKeys(name)
+			k := fairKeys(name)
 			admin := node.Client(t)
 			holder := newRlock(t, node.Client(t)).FairMutex(name)
 			held, err := holder.Lock(t.Context())

@@ -33,7 +33,7 @@ func TestFaultFairLostQueueReply(t *testing.T) {
 	node := faultNode(t)
 	raw := node.Client(t)
 	name := redistest.LockName(t)
-	k := lockKeys(name)
+	k := fairKeys(name)
 	holder := newRlock(t, node.Client(t)).FairMutex(name)
 	held, err := holder.Lock(t.Context())
 	require.NoError(t, err)
@@ -82,7 +82,7 @@ func TestFaultFairLostHandOverReply(t *testing.T) {
 	node := faultNode(t)
 	raw := node.Client(t)
 	name := redistest.LockName(t)
-	k := lockKeys(name)
+	k := fairKeys(name)
 	loss := &replyLoss{hash: k.Hash, scripts: scriptOn}
 	holder := newRlock(t, loss.client(node.Client(t))).FairMutex(name)
 	held, err := holder.Lock(t.Context())

@@ -24,7 +24,7 @@ func TestFaultRWLostReplies(t *testing.T) {
 	node := faultNode(t)
 	raw := node.Client(t)
 	name := redistest.LockName(t)
-	k := lockKeys(name)
+	k := rwKeys(name)
 	loss := &replyLoss{hash: k.Hash}
 	rw := newRlock(t, loss.client(node.Client(t))).RWMutex(name)
 

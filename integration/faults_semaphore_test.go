@@ -161,7 +161,7 @@ func TestFaultLatchCountsOnce(t *testing.T) {
 	latch := newRlock(t, tap.client(node.Client(t))).CountDownLatch(name)
 	_, err := latch.TrySetCount(t.Context(), 10)
 	require.NoError(t, err)
-	count := func() int64 {
+	count := func() int {
 		n, err := latch.Count(t.Context())
 		require.NoError(t, err)
 		return n
@@ -169,20 +169,20 @@ func TestFaultLatchCountsOnce(t *testing.T) {
 
 	tap.plan(tapLose, tapLose)
 	require.NoError(t, latch.CountDown(t.Context()), "a resend after a lost reply")
-	assert.Equal(t, int64(9), count(), "counted once, though it ran twice")
+	assert.Equal(t, 9, count(), "counted once, though it ran twice")
 
 	ctx, cancel := context.WithCancel(t.Context())
 	tap.cancel = cancel
 	tap.plan(tapCancel)
 	require.NoError(t, latch.CountDown(ctx), "given up after it ran: the settling call learns it counted")
-	assert.Equal(t, int64(8), count())
+	assert.Equal(t, 8, count())
 
 	ctx, cancel = context.WithCancel(t.Context())
 	tap.cancel = cancel
 	tap.plan(tapKeep)
 	assert.ErrorIs(t, latch.CountDown(ctx), context.Canceled, "given up before it reached Redis")
-	assert.Equal(t, int64(8), count(), "it did not count")
+	assert.Equal(t, 8, count(), "it did not count")
 	require.Len(t, tap.kept, 1)
 	assert.Equal(t, []int64{2, 0}, replay(t, raw, tap.kept[0]), "its late copy is refused as stale")
-	assert.Equal(t, int64(8), count(), "and never counts")
+	assert.Equal(t, 8, count(), "and never counts")
 }

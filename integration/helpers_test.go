@@ -32,3 +32,14 @@ func newRlock(t *testing.T, rc rueidis.Client, opts ...rlock.Option) *rlock.Clie
 func lockKeys(name string) keys.Keys {
 	return keys.New(rlock.DefaultKeyPrefix, name)
 }
+
+// rwKeys are the Redis names of read-write lock name under the default
+// prefix.
+func rwKeys(name string) keys.Keys {
+	return keys.NewRW(rlock.DefaultKeyPrefix, name)
+}
+
+// fairKeys are the Redis names of fair lock name under the default prefix.
+func fairKeys(name string) keys.Keys {
+	return keys.NewFair(rlock.DefaultKeyPrefix, name)
+}

@@ -25,7 +25,19 @@ const (
 	soakSegment = time.Minute
 	// briefSoakFaults is how many faults a brief soak injects, at least.
 	briefSoakFaults = 3
+	// maxBriefRuns bounds a brief soak: where a loaded machine makes its
+	// faults slower than planned (a victim slow to hold, a newer holder
+	// slow to write), it adds a run for the faults still missing, at most
+	// this many runs in all.
+	maxBriefRuns = 3
 )
+
+// briefRunLength is how long a brief soak's run lasts to inject need
+// more faults: each takes its cycle and up to a second more (the victim
+// must hold first); the last leaves its length and a recovery free.
+func briefRunLength(need int) time.Duration {
+	return firstFault + time.Duration(need+1)*faultCycle + 2*recovery
+}
 
 // soakFault is one kind of fault the soak draws from.
 type soakFault struct {
@@ -54,7 +66,8 @@ var soakFaults = func() []soakFault {
 // TestReliabilitySoak contends for one lock from three processes while a
 // fault drawn at random from soakFaults hits the victim's hold every
 // faultCycle, for as long as RLOCK_SOAK says, in runs of at most
-// soakSegment; unset, one brief run of briefSoakFaults faults. Every run's
+// soakSegment; unset, briefly, until it has injected briefSoakFaults faults
+// (in at most maxBriefRuns runs). Every run's
 // history must pass every check, and each killed holder's lock must come
 // free within a lease. It logs the totals.
 //
@@ -65,9 +78,7 @@ var soakFaults = func() []soakFault {
 // Exclusion, token order, fencing and the counter are decided by the
 // checker's own exact checks, which must pass.
 func TestReliabilitySoak(t *testing.T) {
-	// Each fault takes its cycle and up to a second more (the victim must
-	// hold first); the last leaves its length and a recovery free.
-	total := firstFault + (briefSoakFaults+1)*faultCycle + 2*recovery
+	total := briefRunLength(briefSoakFaults)
 	raw, long := os.LookupEnv(soakEnv)
 	if long {
 		d, err := time.ParseDuration(raw)
@@ -77,17 +88,22 @@ func TestReliabilitySoak(t *testing.T) {
 	var sum verdict
 	sum.margin = -1
 	faults, drawn := 0, map[string]int{}
-	for i, left := 0, total; left > 0; i, left = i+1, left-soakSegment {
+	for i, left := 0, total; more(long, i, left, faults); i++ {
+		length := briefRunLength(briefSoakFaults - faults)
+		if long {
+			length = min(left, soakSegment)
+		}
+		left -= length
 		t.Run(fmt.Sprintf("run%d", i), func(t *testing.T) {
 			v, n := runScenario(t, scenario{name: "soak", deploy: deployNetns, victim: victimChild, mayKeep: true,
-				lease: partitionLease, soakFor: min(left, soakSegment), fault: drawFault(drawn), after: (*run).checkFreedAfterKill,
+				lease: partitionLease, soakFor: length, fault: drawFault(drawn), after: (*run).checkFreedAfterKill,
 				tolerate: []string{porcupineTimeout}, linearizeWithin: faultyLinearize})
 			sum.add(v)
 			faults += n
 		})
 	}
 	if !long {
-		require.GreaterOrEqual(t, faults, briefSoakFaults, "faults in a brief soak")
+		require.GreaterOrEqual(t, faults, briefSoakFaults, "faults in a brief soak of at most %d runs", maxBriefRuns)
 	}
 	kinds := slices.Sorted(maps.Keys(drawn))
 	var counts []string
@@ -103,6 +119,16 @@ func TestReliabilitySoak(t *testing.T) {
 	t.Logf("soak total: length=%v ops=%d holds=%d sections=%d lost=%d stale_rejected=%d unfinished=%d faults=%d (%s) violations=%d porcupine_no_verdict=%d",
 		total, sum.ops, sum.holds, sum.sections, sum.lost, sum.staleRejected, sum.unfinished, faults, strings.Join(counts, " "),
 		len(sum.violations)-noVerdict, noVerdict)
+}
+
+// more says whether the soak starts its run i: a long soak while it has
+// time left, a brief one until it has injected briefSoakFaults faults or
+// made maxBriefRuns runs.
+func more(long bool, i int, left time.Duration, faults int) bool {
+	if long {
+		return left > 0
+	}
+	return faults < briefSoakFaults && i < maxBriefRuns
 }
 
 // drawFault is a fault that, each time, injects one drawn at random from

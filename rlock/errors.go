@@ -36,12 +36,15 @@ var (
 	ErrNilContext = errors.New("rlock: nil context")
 
 	// ErrInvalidName is returned for a name that cannot name a lock, such as
-	// the empty name.
-	ErrInvalidName = errors.New("rlock: invalid lock name")
+	// the empty name. It matches ErrInvalidArgument too.
+	ErrInvalidName error = invalid("rlock: invalid lock name")
 
-	// ErrInvalidArgument is returned for an option or a MultiLock that
-	// cannot work: a nil logger, a negative replica count, a MultiLock of
-	// no mutexes, a nil one, or two from one Client on one lock.
+	// ErrInvalidArgument is returned for every argument that cannot work:
+	// every option's bad value (a nil logger, a negative replica count, a
+	// key prefix with a brace, a lease below MinLease), a MultiLock of no
+	// mutexes, a nil one, or two from one Client on one lock; and, through
+	// ErrInvalidName and ErrInvalidDuration, which match it, bad names and
+	// durations.
 	ErrInvalidArgument = errors.New("rlock: invalid argument")
 
 	// ErrUpgrade is returned at once by RWMutex.Lock and TryLock when the
@@ -51,9 +54,19 @@ var (
 	ErrUpgrade = errors.New("rlock: write lock asked by a read holder (upgrade)")
 
 	// ErrInvalidDuration is returned for a negative wait, or a lease or
-	// option duration out of range.
-	ErrInvalidDuration = errors.New("rlock: invalid duration")
+	// option duration out of range. It matches ErrInvalidArgument too.
+	ErrInvalidDuration error = invalid("rlock: invalid duration")
 )
+
+// invalid is a kind of bad argument: an error of its own that errors.Is
+// also matches to ErrInvalidArgument, so that one test catches every bad
+// argument and a finer one says which.
+type invalid string
+
+func (e invalid) Error() string { return string(e) }
+
+// Is reports whether target is ErrInvalidArgument.
+func (e invalid) Is(target error) bool { return target == ErrInvalidArgument }
 
 // Why a hold ends: every cause its lock contexts may end with
 // (context.Cause), in one place. context.Canceled is the final unlock;
@@ -70,6 +83,9 @@ var (
 	errUnlockFailed = fmt.Errorf("%w: unlock failed", ErrLockLost)
 	// errQuorumLost: fewer parts of a MultiLock than its quorum are held.
 	errQuorumLost = fmt.Errorf("%w: fewer nodes than the quorum hold it", ErrLockLost)
+	// errQuorumClosed: Client.Close ended parts of a MultiLock, and fewer
+	// than its quorum are left.
+	errQuorumClosed = fmt.Errorf("%w: %w", errQuorumLost, ErrClosed)
 	// errHoldClosed: Client.Close ended the hold.
 	errHoldClosed = fmt.Errorf("%w: %w", ErrLockLost, ErrClosed)
 )

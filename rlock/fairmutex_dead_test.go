@@ -80,7 +80,7 @@ func TestFairDeadWaiter(t *testing.T) {
 			limit := 5 * time.Second
 			if granted {
 				require.NoError(t, fm.Unlock(held))
-				owns, err := admin.Do(t.Context(), admin.B().Hexists().Key(lockKeys(name).Hash).Field(dead).Build()).AsBool()
+				owns, err := admin.Do(t.Context(), admin.B().Hexists().Key(fairKeys(name).Hash).Field(dead).Build()).AsBool()
 				require.NoError(t, err)
 				require.True(t, owns, "the dead waiter, first in line, was handed the lock")
 				limit = deadLease + time.Second // its grant lease runs out first

@@ -40,13 +40,13 @@ func TestFairMutex(t *testing.T) {
 // queued returns the live waiters in the queue of fair lock name.
 func queued(t *testing.T, rc rueidis.Client, name string) []string {
 	t.Helper()
-	return redistest.Queued(t, rc, lockKeys(name))
+	return redistest.Queued(t, rc, fairKeys(name))
 }
 
 // waitQueued waits until n waiters are in lock name's queue.
 func waitQueued(t *testing.T, rc rueidis.Client, name string, n int) {
 	t.Helper()
-	redistest.WaitQueued(t, rc, lockKeys(name), n)
+	redistest.WaitQueued(t, rc, fairKeys(name), n)
 }
 
 // testFairFIFO: 20 waiters over 3 Clients, each queued after the one before

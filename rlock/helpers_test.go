@@ -71,23 +71,37 @@ func lockKeys(name string) keys.Keys {
 	return keys.New(rlock.DefaultKeyPrefix, name)
 }
 
-// waitWaiting waits until subs rlock Clients wait for lock name (a Mutex's,
-// a FairMutex's or an RWMutex's, whose hash is the same): an acquire was
-// refused and marked the hash, and that many Clients are subscribed to the
-// lock's channel, which a Client is once for all its waiters. c is any
-// Client on the lock's Redis; it reads the lock with Inspect.
-func waitWaiting(t *testing.T, c *rlock.Client, name string, subs int64) {
+// waitWaiting waits until subs rlock Clients wait for the lock whose keys
+// are k: an acquire was refused and marked the hash, and that many Clients
+// are subscribed to the lock's channel, which a Client is once for all its
+// waiters. rc is a client of the lock's Redis.
+func waitWaiting(t *testing.T, rc rueidis.Client, k keys.Keys, subs int64) {
 	t.Helper()
-	redistest.Eventually(t, fmt.Sprintf("%d Clients waiting for %s", subs, name), func(ctx context.Context) error {
-		st, err := c.Inspect(ctx, name)
+	redistest.Eventually(t, fmt.Sprintf("%d Clients waiting for %s", subs, k.Hash), func(ctx context.Context) error {
+		marked, err := rc.Do(ctx, rc.B().Hexists().Key(k.Hash).Field("waiters").Build()).AsBool()
 		if err != nil {
 			return err
 		}
-		if st.Marks["waiters"] == "" {
-			return fmt.Errorf("no refused acquire marked the lock: %+v", st)
+		if !marked {
+			return fmt.Errorf("no refused acquire marked %s", k.Hash)
 		}
-		return redistest.Exactly("Clients subscribed", st.Subscribers, subs)
+		n, err := redistest.Subscribers(ctx, rc, k.Channel)
+		if err != nil {
+			return err
+		}
+		return redistest.Exactly("Clients subscribed", n, subs)
 	})
+}
+
+// rwKeys are the Redis names of read-write lock name under the default
+// prefix.
+func rwKeys(name string) keys.Keys {
+	return keys.NewRW(rlock.DefaultKeyPrefix, name)
+}
+
+// fairKeys are the Redis names of fair lock name under the default prefix.
+func fairKeys(name string) keys.Keys {
+	return keys.NewFair(rlock.DefaultKeyPrefix, name)
 }
 
 // waitWaits waits until the acquires that rec records have begun to wait n

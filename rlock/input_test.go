@@ -25,7 +25,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 		"replica ack without timeout": rlock.WithReplicaAck(1, 0),
 	} {
 		c, err := rlock.New(rc, opt)
-		assert.Error(t, err, name)
+		assert.ErrorIs(t, err, rlock.ErrInvalidArgument, name)
 		assert.Nil(t, c, name)
 	}
 	for name, opt := range map[string]rlock.Option{

@@ -53,7 +53,7 @@ func (d *CountDownLatch) Name() string {
 
 // TrySetCount sets the count to n > 0 when it is 0 or unset, and reports
 // whether it did.
-func (d *CountDownLatch) TrySetCount(ctx context.Context, n int64) (bool, error) {
+func (d *CountDownLatch) TrySetCount(ctx context.Context, n int) (bool, error) {
 	l := d.latch()
 	if err := l.check(ctx); err != nil {
 		return false, l.wrap(err)
@@ -61,7 +61,7 @@ func (d *CountDownLatch) TrySetCount(ctx context.Context, n int64) (bool, error)
 	if n <= 0 {
 		return false, l.wrap(fmt.Errorf("%w: count %d: must be positive", ErrInvalidArgument, n))
 	}
-	set, err := lua.LatchSet.Exec(ctx, l.c.rc, []string{l.keys.Value().Hash}, []string{strconv.FormatInt(n, 10)}).AsInt64()
+	set, err := lua.LatchSet.Exec(ctx, l.c.rc, []string{l.keys.Value().Hash}, []string{strconv.Itoa(n)}).AsInt64()
 	if err != nil {
 		return false, l.wrap(fmt.Errorf("rlock: latch set: %w", err))
 	}
@@ -69,7 +69,7 @@ func (d *CountDownLatch) TrySetCount(ctx context.Context, n int64) (bool, error)
 }
 
 // Count returns the count: 0 when it reached 0 or was never set.
-func (d *CountDownLatch) Count(ctx context.Context) (int64, error) {
+func (d *CountDownLatch) Count(ctx context.Context) (int, error) {
 	l := d.latch()
 	if err := l.check(ctx); err != nil {
 		return 0, l.wrap(err)
@@ -81,7 +81,7 @@ func (d *CountDownLatch) Count(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, l.wrap(fmt.Errorf("rlock: latch count: %w", err))
 	}
-	return n, nil
+	return int(n), nil
 }
 
 // CountDown counts the latch down by one; the count reaching 0 wakes every

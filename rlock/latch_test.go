@@ -30,7 +30,7 @@ func TestLatchCountsDown(t *testing.T) {
 	require.NoError(t, l.CountDown(t.Context()))
 	n, err := l.Count(t.Context())
 	require.NoError(t, err)
-	assert.Equal(t, int64(1), n)
+	assert.Equal(t, 1, n)
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
 	assert.ErrorIs(t, l.Await(ctx), context.DeadlineExceeded, "Await waits while the count is above 0")
@@ -39,7 +39,7 @@ func TestLatchCountsDown(t *testing.T) {
 	require.NoError(t, l.CountDown(t.Context()), "counting a latch at 0 down does nothing")
 	n, err = l.Count(t.Context())
 	require.NoError(t, err)
-	assert.Equal(t, int64(0), n)
+	assert.Equal(t, 0, n)
 	require.NoError(t, l.Await(t.Context()))
 	set, err = l.TrySetCount(t.Context(), 1)
 	require.NoError(t, err)
@@ -126,7 +126,7 @@ func TestLatchCountDownExactlyOnce(t *testing.T) {
 	n, err := sharedClient(t).CountDownLatch(name).Count(t.Context())
 	require.NoError(t, err)
 	t.Logf("%d of %d CountDowns counted", counted.Load(), calls)
-	assert.Equal(t, start-counted.Load(), n, "exactly the CountDowns that returned nil counted")
+	assert.Equal(t, start-int(counted.Load()), n, "exactly the CountDowns that returned nil counted")
 	assert.Greater(t, counted.Load(), int64(calls/2-1), "the calls without a deadline all counted")
 }
 

@@ -87,7 +87,7 @@ func (mh *multiHold) partEnded(i int, h *hold) {
 		mh.retaking.Add(1)
 	}
 	mh.mu.Unlock()
-	mh.checkQuorum()
+	mh.checkQuorum(context.Cause(h.life))
 	if retake {
 		mh.retake(i)
 		mh.retaking.Done()
@@ -147,8 +147,10 @@ func (mh *multiHold) retakeOnce(i int) bool {
 }
 
 // checkQuorum ends the hold once fewer parts than the quorum are held; the
-// parts left stop being renewed, and Unlock still releases them.
-func (mh *multiHold) checkQuorum() {
+// parts left stop being renewed, and Unlock still releases them. lost is
+// the cause of the part that just ended: a part ended by its Client's
+// Close ends the hold with a cause that matches ErrClosed too.
+func (mh *multiHold) checkQuorum(lost error) {
 	mh.mu.Lock()
 	held := 0
 	for _, h := range mh.parts {
@@ -163,12 +165,16 @@ func (mh *multiHold) checkQuorum() {
 	mh.ended = true
 	parts := mh.parts
 	mh.mu.Unlock()
+	cause := errQuorumLost
+	if errors.Is(lost, ErrClosed) {
+		cause = errQuorumClosed
+	}
 	for _, h := range parts {
 		if h != nil {
-			h.finish(errQuorumLost)
+			h.finish(cause)
 		}
 	}
-	mh.life.end(errQuorumLost)
+	mh.life.end(cause)
 }
 
 // beginUnlock stops parts from being taken again and waits for any being

@@ -250,3 +250,40 @@ func retaking() bool {
 	buf := make([]byte, 1<<22)
 	return bytes.Contains(buf[:runtime.Stack(buf, true)], []byte("(*multiHold).retake"))
 }
+
+// TestMultiLockEndedByClose: a MultiLock and a RedLock whose parts'
+// Clients are closed end their contexts with a cause that matches
+// ErrClosed, as Client.Close promises for every hold it ends, and
+// ErrLockLost. The MultiLock's parts share one Client; the RedLock's three
+// are on three masters, two of whose Clients close (its quorum is two).
+func TestMultiLockEndedByClose(t *testing.T) {
+	name := redistest.LockName(t)
+	check := func(t *testing.T, ml *rlock.MultiLock, closing ...*rlock.Client) {
+		lctx, err := ml.Lock(t.Context())
+		require.NoError(t, err)
+		for _, c := range closing {
+			require.NoError(t, c.Close())
+		}
+		receive(t, lctx.Done(), "the context ended by Close")
+		assert.ErrorIs(t, context.Cause(lctx), rlock.ErrClosed)
+		assert.ErrorIs(t, context.Cause(lctx), rlock.ErrLockLost)
+	}
+	t.Run("MultiLock", func(t *testing.T) {
+		c, err := rlock.New(redistest.Shared(t).Client(t))
+		require.NoError(t, err)
+		check(t, rlock.NewMultiLock(c.Mutex(name+".a"), c.Mutex(name+".b"), c.Mutex(name+".c")), c)
+	})
+	t.Run("RedLock", func(t *testing.T) {
+		ms := startMasters(t, 3)
+		var clients []*rlock.Client
+		var parts []*rlock.Mutex
+		for _, node := range ms.nodes {
+			c, err := rlock.New(node.Client(t))
+			require.NoError(t, err)
+			clients = append(clients, c)
+			parts = append(parts, c.Mutex(name))
+		}
+		check(t, rlock.NewRedLock(parts...), clients[:2]...)
+		require.NoError(t, clients[2].Close())
+	})
+}

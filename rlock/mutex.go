@@ -91,7 +91,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	return m.engine().unlock(ctx)
 }
 
-// ForceUnlock deletes the lock whoever holds it and wakes a waiter. It
+// ForceUnlock deletes the lock whoever holds it and wakes its waiters. It
 // reports whether there was a lock to delete. This Client's own holds on the
 // lock end with ErrLockLost.
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {

@@ -102,7 +102,7 @@ func testOtherOwnerWaits(t *testing.T, s redistest.Setup) {
 		}
 		got <- err
 	}()
-	waitWaiting(t, c, name, 1)
+	waitWaiting(t, s.Client(t), lockKeys(name), 1)
 	select {
 	case err := <-got:
 		t.Fatalf("a second owner took a held lock (err %v)", err)
@@ -151,7 +151,7 @@ func testTryLockWaitsForUnlock(t *testing.T, s redistest.Setup) {
 		ctx, ok, err := mu.TryLock(t.Context(), redistest.Patience, 0)
 		res <- result{ctx, ok, err}
 	}()
-	waitWaiting(t, holderClient, name, 1)
+	waitWaiting(t, s.Client(t), lockKeys(name), 1)
 	require.NoError(t, holder.Unlock(hctx))
 	r := receive(t, res, "TryLock")
 	require.NoError(t, r.err)
@@ -263,7 +263,7 @@ func testCancelWhileWaiting(t *testing.T, s redistest.Setup) {
 		_, err := waiter.Lock(ctx)
 		got <- err
 	}()
-	waitWaiting(t, holderClient, name, 1)
+	waitWaiting(t, s.Client(t), lockKeys(name), 1)
 	cancel()
 	err = receive(t, got, "the cancelled Lock")
 	require.Error(t, err)
@@ -298,7 +298,7 @@ func testCloseWakesWaiters(t *testing.T, s redistest.Setup) {
 		_, err := c.Mutex(name).Lock(t.Context())
 		got <- err
 	}()
-	waitWaiting(t, c, name, 1)
+	waitWaiting(t, s.Client(t), lockKeys(name), 1)
 	require.NoError(t, c.Close())
 	assert.ErrorIs(t, receive(t, got, "the waiting Lock after Close"), rlock.ErrClosed)
 	_, err = c.Mutex(name).Lock(t.Context())

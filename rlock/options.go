@@ -71,7 +71,7 @@ func WithLeaseTime(d time.Duration) Option {
 func WithKeyPrefix(p string) Option {
 	return func(c *config) error {
 		if err := keys.CheckPrefix(p); err != nil {
-			return fmt.Errorf("rlock: key prefix %q: %w", p, err)
+			return fmt.Errorf("%w: key prefix %q: %v", ErrInvalidArgument, p, err)
 		}
 		c.prefix = p
 		return nil

@@ -32,9 +32,9 @@ import (
 // As with Mutex, a hold can be lost before its unlock: watch the context
 // that RLock or Lock returned, done with cause ErrLockLost.
 //
-// An RWMutex and a Mutex of the same name are one Redis key and exclude
-// each other, whoever comes first, but do not wake each other's waiters
-// at once: give the two kinds of lock different names.
+// An RWMutex is a resource of its own: a Mutex, FairMutex, Semaphore or
+// CountDownLatch of the same name neither excludes nor waits for it (see
+// "One name, one resource per kind" in the package doc).
 type RWMutex struct {
 	read, write lock
 }
@@ -60,7 +60,7 @@ var (
 // cheap and safe for concurrent use; as for Mutex, only the empty name is
 // invalid, reported by the handle's first call.
 func (c *Client) RWMutex(name string) *RWMutex {
-	invalid, ks := keys.CheckName(name), keys.New(c.prefix(), name)
+	invalid, ks := keys.CheckName(name), keys.NewRW(c.prefix(), name)
 	return &RWMutex{
 		read:  newLock(c, name, readKind, invalid, ks),
 		write: newLock(c, name, writeKind, invalid, ks),
@@ -102,6 +102,17 @@ func (rw *RWMutex) RLock(ctx context.Context) (context.Context, error) {
 	return lctx, err
 }
 
+// RLockFor is RLock with a fixed lease, as Mutex.LockFor: no watchdog
+// renews the read hold, and the returned context is done with cause
+// ErrLockLost when the lease runs out.
+func (rw *RWMutex) RLockFor(ctx context.Context, lease time.Duration) (context.Context, error) {
+	if err := validLease(lease); err != nil {
+		return ctx, rw.readLock().wrap(err)
+	}
+	lctx, _, err := rw.rlock(ctx, waitForever, lease)
+	return lctx, err
+}
+
 // TryRLock is RLock with Mutex.TryLock's wait and lease: it tries for up
 // to wait (0: once), and a lease > 0 is fixed, not renewed. When the read
 // lock could not be taken in time it returns ctx unchanged, false and nil.
@@ -129,6 +140,15 @@ func (rw *RWMutex) Lock(ctx context.Context) (context.Context, error) {
 	return lctx, err
 }
 
+// LockFor is Lock with a fixed lease, as Mutex.LockFor.
+func (rw *RWMutex) LockFor(ctx context.Context, lease time.Duration) (context.Context, error) {
+	if err := validLease(lease); err != nil {
+		return ctx, rw.writeLock().wrap(err)
+	}
+	lctx, _, err := rw.lock(ctx, waitForever, lease)
+	return lctx, err
+}
+
 // TryLock is Lock with Mutex.TryLock's wait and lease. When the write lock
 // could not be taken in time it returns ctx unchanged, false and nil, and
 // the readers it held back meanwhile may read again.
@@ -144,6 +164,13 @@ func (rw *RWMutex) TryLock(ctx context.Context, wait, lease time.Duration) (cont
 // The last level wakes every waiter: readers may all read now.
 func (rw *RWMutex) Unlock(ctx context.Context) error {
 	return rw.writeLock().unlock(ctx)
+}
+
+// ForceUnlock deletes the lock, every read and write hold on it, whoever
+// holds them, and wakes every waiter. It reports whether there was a lock
+// to delete. This Client's own holds on the lock end with ErrLockLost.
+func (rw *RWMutex) ForceUnlock(ctx context.Context) (bool, error) {
+	return rw.writeLock().forceUnlock(ctx)
 }
 
 // rlock takes the read lock for ctx's owner, waiting up to wait. A reader

@@ -145,9 +145,9 @@ func TestRWHostileSharedOwnerAndCancels(t *testing.T) {
 	t.Logf("%d reads, %d writes", ex.reads.Load(), ex.writes.Load())
 
 	raw := redistest.Shared(t).Client(t)
-	redistest.AssertNoSubscribers(t, raw, lockKeys(name)) // while the Clients live
-	drain(t, clients...)                                  // every request given up on has landed
-	assert.Equal(t, []string{lockKeys(name).Token}, redistest.LastingKeys(t, raw, lockKeys(name)),
+	redistest.AssertNoSubscribers(t, raw, rwKeys(name)) // while the Clients live
+	drain(t, clients...)                                // every request given up on has landed
+	assert.Equal(t, []string{rwKeys(name).Token}, redistest.LastingKeys(t, raw, rwKeys(name)),
 		"no hold or mark left: %v", rwFields(t, raw, name))
 }
 

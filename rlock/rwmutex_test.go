@@ -35,7 +35,6 @@ func TestRWMutex(t *testing.T) {
 		"LeaseEndsHold":       testRWLeaseEndsHold,
 		"DeadReaderAmongLive": testDeadReaderAmongLive,
 		"FencingTokens":       testRWFencingTokens,
-		"MutexOfTheSameName":  testMutexOfTheSameName,
 		"UnlockByNonOwner":    testRWUnlockByNonOwner,
 	}
 	redistest.ForEachSetup(t, func(t *testing.T, s redistest.Setup) {
@@ -51,7 +50,7 @@ func TestRWMutex(t *testing.T) {
 // rwFields returns the fields of the lock's hash.
 func rwFields(t *testing.T, rc rueidis.Client, name string) map[string]string {
 	t.Helper()
-	m, err := rc.Do(t.Context(), rc.B().Hgetall().Key(lockKeys(name).Hash).Build()).AsStrMap()
+	m, err := rc.Do(t.Context(), rc.B().Hgetall().Key(rwKeys(name).Hash).Build()).AsStrMap()
 	require.NoError(t, err)
 	return m
 }
@@ -112,7 +111,7 @@ func testReadersShare(t *testing.T, s redistest.Setup) {
 	require.True(t, ok, "the writer takes the free lock")
 	require.NoError(t, writer.Unlock(wctx))
 	raw := s.Client(t)
-	assert.Equal(t, []string{lockKeys(name).Token}, redistest.LastingKeys(t, raw, lockKeys(name)), "only the fencing counter stays")
+	assert.Equal(t, []string{rwKeys(name).Token}, redistest.LastingKeys(t, raw, rwKeys(name)), "only the fencing counter stays")
 }
 
 func testRWReentrant(t *testing.T, s redistest.Setup) {
@@ -172,7 +171,7 @@ func testWriterExcludes(t *testing.T, s redistest.Setup) {
 			got <- err
 		}()
 	}
-	waitWaiting(t, writerClient, name, 3) // the readers' three Clients
+	waitWaiting(t, s.Client(t), rwKeys(name), 3) // the readers' three Clients
 	start := time.Now()
 	require.NoError(t, writer.Unlock(wctx))
 	for range readers {
@@ -338,8 +337,8 @@ func testRWCancelWhileWaiting(t *testing.T, s redistest.Setup) {
 	err = cancelWaiting(2, func(ctx context.Context) error { _, err := waiter.RLock(ctx); return err })
 	assert.ErrorIs(t, err, context.Canceled, "a cancelled reader")
 	require.NoError(t, rw.Unlock(wctx))
-	assert.Equal(t, []string{lockKeys(name).Token}, redistest.LastingKeys(t, raw, lockKeys(name)), "the cancelled waiters left no hold")
-	redistest.AssertNoSubscribers(t, raw, lockKeys(name))
+	assert.Equal(t, []string{rwKeys(name).Token}, redistest.LastingKeys(t, raw, rwKeys(name)), "the cancelled waiters left no hold")
+	redistest.AssertNoSubscribers(t, raw, rwKeys(name))
 }
 
 func testRWCloseWakesWaiters(t *testing.T, s redistest.Setup) {
@@ -485,28 +484,6 @@ func testRWFencingTokens(t *testing.T, s redistest.Setup) {
 	require.True(t, ok)
 	assert.Greater(t, t2, t1, "write tokens increase")
 	require.NoError(t, rw.Unlock(w2))
-}
-
-func testMutexOfTheSameName(t *testing.T, s redistest.Setup) {
-	name := redistest.LockName(t)
-	c := newRlock(t, s.Client(t))
-	mctx, err := c.Mutex(name).Lock(t.Context())
-	require.NoError(t, err)
-	rw := newRlock(t, s.Client(t)).RWMutex(name)
-	_, ok, err := rw.TryRLock(t.Context(), 0, 0)
-	require.NoError(t, err)
-	assert.False(t, ok, "a Mutex of the same name excludes readers")
-	_, ok, err = rw.TryLock(t.Context(), 0, 0)
-	require.NoError(t, err)
-	assert.False(t, ok, "and writers")
-	require.NoError(t, c.Mutex(name).Unlock(mctx))
-
-	rctx, err := rw.RLock(t.Context())
-	require.NoError(t, err)
-	_, ok, err = c.Mutex(name).TryLock(t.Context(), 0, 0)
-	require.NoError(t, err)
-	assert.False(t, ok, "a reader excludes a Mutex of the same name")
-	require.NoError(t, rw.RUnlock(rctx))
 }
 
 func testRWUnlockByNonOwner(t *testing.T, s redistest.Setup) {

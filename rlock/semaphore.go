@@ -69,6 +69,17 @@ func (s *Semaphore) Acquire(ctx context.Context) (context.Context, error) {
 	return pctx, err
 }
 
+// AcquireFor is Acquire with a fixed lease, as Mutex.LockFor: no watchdog
+// renews the permit, which comes back by itself when the lease runs out,
+// and the returned context is done with cause ErrLockLost then.
+func (s *Semaphore) AcquireFor(ctx context.Context, lease time.Duration) (context.Context, error) {
+	if err := validLease(lease); err != nil {
+		return ctx, s.engine().wrap(err)
+	}
+	pctx, _, err := s.engine().acquire(ctx, waitForever, lease)
+	return pctx, err
+}
+
 // TryAcquire tries to take a permit for up to wait (0: a single attempt)
 // and reports whether it did. lease > 0 is a fixed lease, not renewed,
 // after which the permit comes back by itself and the context is done with

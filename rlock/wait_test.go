@@ -47,7 +47,7 @@ func testHandoff(t *testing.T, s redistest.Setup) {
 		hctx, err := holder.Lock(t.Context())
 		require.NoError(t, err)
 		acquired, got := lockInBackground(t, waiter)
-		waitWaiting(t, holderClient, name, 1)
+		waitWaiting(t, raw, lockKeys(name), 1)
 		start := time.Now()
 		require.NoError(t, holder.Unlock(hctx))
 		took := receive(t, acquired, "the waiter's Lock").Sub(start)
@@ -98,7 +98,7 @@ func testManyWaiters(t *testing.T, s redistest.Setup) {
 	}
 	waitWaits(t, rec, locks*perLock) // every waiter found its lock held
 	for _, name := range names {
-		waitWaiting(t, holders, name, 1)
+		waitWaiting(t, s.Client(t), lockKeys(name), 1)
 	}
 	for i, name := range names {
 		require.NoError(t, holders.Mutex(name).Unlock(held[i]))

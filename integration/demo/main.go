@@ -1,5 +1,6 @@
-// Command demo starts its own Redis (or uses the one REDIS_ADDR names),
-// runs workers in several rlock Clients that contend for one lock, prints
+// Command demo starts its own Redis (or uses the one REDIS_ADDR names; on a
+// machine without redis-server it installs it as root with apt-get, or says
+// how to, see redisserver.Ensure), runs workers in several rlock Clients that contend for one lock, prints
 // each hold and handoff as it happens, and ends by checking from the fencing
 // tokens that no two workers ever held the lock at once. Last, it prints a summary of the metrics the locks reported
 // through rlockotel (acquisitions, waits, lost holds), read from the
@@ -31,14 +32,16 @@ func main() {
 }
 
 func run(clients, workers, rounds int) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	srv, err := redisserver.Find(ctx)
+	// Outside the run's bound: on a fresh machine Find may first install
+	// redis-server, within redisserver.InstallTimeout.
+	srv, err := redisserver.Find(context.Background())
 	if err != nil {
 		return fmt.Errorf("start redis: %w", err)
 	}
 	defer srv.Close()
 	fmt.Printf("redis %s (%s)\n", srv.Addr(), srv.Backend())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 
 	m, err := newMetrics()
 	if err != nil {

@@ -1,11 +1,26 @@
 package keys
 
-// A semaphore and a count-down latch of name N have keys of their own, on
-// lock N's base followed by a kind: P{enc(N)}:semaphore and P{enc(N)}:latch.
-// They share lock N's Cluster slot but no key with it: after the tag, a
-// lock's keys are "" or exactly ":unlock", ":token", ":fence" and ":queue",
-// and a grouped lock's start with '/'. So Mutex("x"), Semaphore("x") and
-// CountDownLatch("x") are three resources.
+// The kind is part of the key. Every primitive but the Mutex has keys of
+// its own, on the Mutex N's base followed by its kind: P{enc(N)}:rw,
+// P{enc(N)}:fair, P{enc(N)}:semaphore and P{enc(N)}:latch. They share the
+// Mutex N's Cluster slot but no key with it nor with each other: after the
+// tag, a Mutex's keys are "" or exactly ":unlock", ":token", ":fence" and
+// ":queue", a grouped lock's start with '/', and each kind's base is one
+// word no other suffix starts with. So Mutex("x"), RWMutex("x"),
+// FairMutex("x"), Semaphore("x") and CountDownLatch("x") are five
+// independent resources.
+
+// NewRW returns the keys of read-write lock name under prefix, laid out as
+// a lock's (New) on its own base.
+func NewRW(prefix, name string) Keys {
+	return fromBase(New(prefix, name).Hash + ":rw")
+}
+
+// NewFair returns the keys of fair lock name under prefix, laid out as a
+// lock's (New) on its own base; Queue holds its waiters in line.
+func NewFair(prefix, name string) Keys {
+	return fromBase(New(prefix, name).Hash + ":fair")
+}
 
 // NewSemaphore returns the keys of semaphore name under prefix: Hash holds
 // the permit holders (it expires with them), Channel tells waiters that

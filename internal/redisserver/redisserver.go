@@ -8,18 +8,20 @@
 //
 //  1. the server REDIS_ADDR names, which it neither starts nor stops;
 //  2. redis-server from PATH, run as a child process on a free loopback
-//     port, with no persistence, and stopped by Close.
+//     port, with no persistence, and stopped by Close. Where it is
+//     missing, Ensure installs it when it can (as root, with apt-get) and
+//     otherwise fails with the one command that installs it.
 //
-// Docker is left to the harness: a program that has neither gets an error
-// that says how to get one.
+// Docker is left to the harness, which calls Ensure only when it has no
+// image to run either.
 package redisserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 )
 
 // The backends a Server reports.
@@ -36,13 +38,14 @@ type Server struct {
 }
 
 // Find returns the server REDIS_ADDR names or, when it is unset, starts
-// redis-server from PATH as a child process. The caller must Close it.
+// redis-server from PATH as a child process, once Ensure has made sure
+// there is one: an install is reported on stderr. The caller must Close it.
 func Find(ctx context.Context) (*Server, error) {
 	if addr := os.Getenv("REDIS_ADDR"); addr != "" {
 		return &Server{addr: addr, backend: BackendExternal}, nil
 	}
-	if !HaveRedisServer() {
-		return nil, errors.New("redisserver: no Redis: set REDIS_ADDR=host:port, or install redis-server")
+	if err := Ensure(ctx, os.Stderr); err != nil {
+		return nil, fmt.Errorf("no Redis: %w", err)
 	}
 	p, err := StartProcess(ctx, Launcher{}, "", nil)
 	if err != nil {
@@ -55,6 +58,15 @@ func Find(ctx context.Context) (*Server, error) {
 func HaveRedisServer() bool {
 	_, err := exec.LookPath("redis-server")
 	return err == nil
+}
+
+// Version is the version line redis-server on PATH prints, for logs.
+func Version() string {
+	out, err := exec.Command("redis-server", "--version").Output()
+	if err != nil {
+		return "unknown version"
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // Addr is the server's host:port.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"strings"
 	"sync"
 	"testing"
 
@@ -66,11 +64,15 @@ var available = sync.OnceValues(func() ([]string, error) {
 	if dockerErr == nil {
 		out = append(out, Docker)
 	}
+	if len(out) == 0 {
+		// No image to run: redis-server is the one way left, installed
+		// here if this process can, else the error says how.
+		if err := redisserver.Ensure(context.Background(), os.Stderr); err != nil {
+			return nil, fmt.Errorf("no Redis: %w\n(docker: %v)", err, dockerErr)
+		}
+	}
 	if redisserver.HaveRedisServer() {
 		out = append(out, Process)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no Redis: set REDIS_ADDR, or install redis-server, or build the image with .ci/redis-image.sh (docker: %v)", dockerErr)
 	}
 	return out, nil
 })
@@ -100,12 +102,3 @@ func (s externalServer) Resume(context.Context) error  { return errNotControllab
 func (s externalServer) Close(context.Context) error   { return nil }
 
 var errNotControllable = fmt.Errorf("redistest: the Redis at REDIS_ADDR is not controlled by the harness")
-
-// versionOf returns redis-server's version line, for logs.
-func versionOf() string {
-	out, err := exec.Command("redis-server", "--version").Output()
-	if err != nil {
-		return "unknown version"
-	}
-	return strings.TrimSpace(string(out))
-}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"sync"
 	"testing"
+
+	"github.com/rlock/rlock/internal/redisserver"
 )
 
 // shared is the node a package's tests share, started on first use.
@@ -24,7 +26,7 @@ func Shared(t testing.TB) *Node {
 		shared.node, shared.err = Start(context.Background(), Config{})
 		if shared.err == nil {
 			fmt.Fprintf(os.Stderr, "redistest: shared redis at %s (%s backend, %s)\n",
-				shared.node.Addr(), shared.node.Backend(), versionOf())
+				shared.node.Addr(), shared.node.Backend(), redisserver.Version())
 		}
 	})
 	if shared.err != nil {

@@ -2,6 +2,7 @@ package rlockotel
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 
 	"go.opentelemetry.io/otel"
@@ -15,8 +16,10 @@ import (
 // ScopeName is the instrumentation scope of the tracer and the meter.
 const ScopeName = "github.com/rlock/rlock/rlock/rlockotel"
 
-// Option configures New.
-type Option func(*config)
+// Option configures New. It has rlock.Option's shape: an option given a
+// value it cannot use makes New fail with an error that matches
+// rlock.ErrInvalidArgument.
+type Option func(*config) error
 
 type config struct {
 	tp   trace.TracerProvider
@@ -26,12 +29,24 @@ type config struct {
 
 // WithTracerProvider sets where spans go. Default: otel.GetTracerProvider().
 func WithTracerProvider(tp trace.TracerProvider) Option {
-	return func(c *config) { c.tp = tp }
+	return func(c *config) error {
+		if tp == nil {
+			return fmt.Errorf("%w: nil tracer provider", rlock.ErrInvalidArgument)
+		}
+		c.tp = tp
+		return nil
+	}
 }
 
 // WithMeterProvider sets where metrics go. Default: otel.GetMeterProvider().
 func WithMeterProvider(mp metric.MeterProvider) Option {
-	return func(c *config) { c.mp = mp }
+	return func(c *config) error {
+		if mp == nil {
+			return fmt.Errorf("%w: nil meter provider", rlock.ErrInvalidArgument)
+		}
+		c.mp = mp
+		return nil
+	}
 }
 
 // WithLockName records rlock.name, normalise(lock name), on spans and
@@ -39,7 +54,13 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // few values: each is a series of every metric. It is called concurrently.
 // Default: no name is recorded.
 func WithLockName(normalise func(name string) string) Option {
-	return func(c *config) { c.name = normalise }
+	return func(c *config) error {
+		if normalise == nil {
+			return fmt.Errorf("%w: nil lock name function", rlock.ErrInvalidArgument)
+		}
+		c.name = normalise
+		return nil
+	}
 }
 
 // Hooks turns rlock's hooks into spans and metrics. Make one with New and
@@ -74,8 +95,11 @@ var durationBounds = []float64{0.0002, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025
 func New(opts ...Option) (*Hooks, error) {
 	cfg := config{}
 	for _, opt := range opts {
-		if opt != nil {
-			opt(&cfg)
+		if opt == nil {
+			continue
+		}
+		if err := opt(&cfg); err != nil {
+			return nil, err
 		}
 	}
 	if cfg.tp == nil {
