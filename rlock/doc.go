@@ -301,6 +301,10 @@
 //   - ErrInvalidArgument: an option or MultiLock that cannot work: a nil
 //     logger or hooks, a negative replica count, a MultiLock of no or nil mutexes or
 //     with one lock twice, a RedLock with two mutexes of one Client.
+//   - ErrResultsLost: a Do whose commands ran once but whose reply was
+//     lost. A Do refused as lost matches ErrLockLost; one with commands it
+//     cannot run (see Mutex.Do), ErrInvalidArgument; one that too few
+//     replicas acknowledged, ErrNotReplicated (the commands ran).
 //
 // A call whose context ended wraps ctx.Err(); a Redis failure wraps the
 // rueidis error (a refused acquire at maxmemory wraps Redis's OOM reply).
