@@ -270,7 +270,8 @@
 // watchdog rounds, replica acknowledgements. This package imports no
 // telemetry library; package rlockotel turns the hooks into OpenTelemetry
 // spans and metrics. Without hooks nothing is reported and nothing
-// allocated.
+// allocated. Hooks that also implement DoHooks see every Do (guarded
+// writes): its outcome, its commands, the hold's token.
 //
 // Client.Inspect and Mutex.Inspect read a lock's state in Redis for
 // operators: holders and their counts, leases, the last fencing token, the
