@@ -24,6 +24,7 @@ import (
 //	Watchdog      10 000 and 100 000 renewed locks: calls and CPU per round
 //	Memory        heap per held lock and per waiter, allocations per cycle
 //	Semaphore     Acquire+Release beside Mutex, 64 goroutines on 16 permits, commands while 100 wait
+//	Do            Mutex.Do with one SET beside a plain SET and Lock+SET+Unlock
 //
 // Some scenarios take their time per iteration (a handoff to a polling
 // peer, a watchdog round of a second), so give -benchtime as a duration,
@@ -48,6 +49,7 @@ func BenchmarkCompare(b *testing.B) {
 	b.Run("Watchdog", func(b *testing.B) { benchWatchdog(b, node) })
 	b.Run("Memory", func(b *testing.B) { benchMemory(b, node) })
 	b.Run("Semaphore", func(b *testing.B) { benchSemaphore(b, node) })
+	b.Run("Do", func(b *testing.B) { benchDo(b, node) })
 }
 
 // benchNode starts the Redis the benchmarks share, stopped when b ends: the

@@ -43,6 +43,7 @@ type holdKey struct {
 type verdict struct {
 	ops, holds, sections, lost, staleRejected int
 	unfinished                                int // calls a killed process left unfinished (completeCalls)
+	guarded, guardedRefused                   int // writes through Do that ran, and that Do refused
 	// margin is the least time from a holder seeing its lock lost to the
 	// next holder's acquire returning, over holds that were not released
 	// after all; -1 without such a loss.
@@ -58,6 +59,8 @@ func (v *verdict) add(o verdict) {
 	v.lost += o.lost
 	v.staleRejected += o.staleRejected
 	v.unfinished += o.unfinished
+	v.guarded += o.guarded
+	v.guardedRefused += o.guardedRefused
 	if v.margin < 0 || (o.margin >= 0 && o.margin < v.margin) {
 		v.margin = o.margin
 	}
@@ -91,6 +94,7 @@ func checkHistory(ops []Op, store storeState, linearizeWithin time.Duration) ver
 	checkExclusion(holds, &v)
 	checkTokens(holds, &v)
 	checkFencedWrites(ops, holds, store.log, &v)
+	checkGuardedWrites(ops, &v)
 	checkCounter(ops, store.counter, &v)
 	checkLinearizable(ops, linearizeWithin, &v)
 	return v
@@ -164,7 +168,7 @@ func buildHolds(ops []Op, v *verdict) []*holdWindow {
 			if op.Depth == 2 {
 				h.acts = append(h.acts, op.Start)
 			}
-		case opWrite, opSection, opRead:
+		case opWrite, opSection, opRead, opGuarded:
 			if op.Outcome != outSkipped {
 				h.acts = append(h.acts, op.Start)
 			}
@@ -358,4 +362,38 @@ func stamp(ns int64) string {
 		return "never"
 	}
 	return fmt.Sprintf("%.6fs", float64(ns)/1e9)
+}
+
+// checkGuardedWrites: no write made through Do from an expired hold
+// landed. A guarded write that returned must have begun before any hold
+// with a higher token was granted (that grant means its own hold had
+// ended in Redis), and must have landed after no guarded write of a
+// higher token: the entry before it in the lock node's log, which the
+// script read in the same step, has no higher token.
+func checkGuardedWrites(ops []Op, v *verdict) {
+	var grants []Op
+	for _, op := range ops {
+		if op.Kind == opAcquire && op.Outcome == outOK && op.Depth == 1 {
+			grants = append(grants, op)
+		}
+	}
+	for _, op := range ops {
+		if op.Kind == opGuarded && op.Outcome == outFailed {
+			v.guardedRefused++
+		}
+		if op.Kind != opGuarded || op.Outcome != outOK {
+			continue
+		}
+		v.guarded++
+		if op.Read > op.Token {
+			v.violate("guarded write by %s with token %d landed after one with token %d", op.Owner, op.Token, op.Read)
+		}
+		for _, g := range grants {
+			if g.Token > op.Token && g.End < op.Start {
+				v.violate("guarded write by %s with token %d at %s landed although %s was granted token %d at %s",
+					op.Owner, op.Token, stamp(op.Start), g.Owner, g.Token, stamp(g.End))
+				break
+			}
+		}
+	}
 }

@@ -43,6 +43,7 @@ func checkRWHistory(ops []Op, store storeState) rwVerdict {
 	checkTokens(writes, &v.verdict)
 	checkReadTokens(holds, &v.verdict)
 	checkFencedWrites(ops, holds, store.log, &v.verdict)
+	checkGuardedWrites(ops, &v.verdict)
 	checkCounter(ops, store.counter, &v.verdict)
 	return v
 }

@@ -412,6 +412,6 @@ func report(t *testing.T, sc scenario, ops []Op, faults int, v verdict) {
 	if v.margin >= 0 {
 		margin = v.margin.Round(10 * time.Microsecond).String()
 	}
-	t.Logf("summary: scenario=%s ops=%d holds=%d sections=%d lost=%d stale_rejected=%d unfinished=%d faults=%d loss_margin=%s violations=%d tolerated=%v",
-		sc.name, v.ops, v.holds, v.sections, v.lost, v.staleRejected, v.unfinished, faults, margin, failed, tolerated)
+	t.Logf("summary: scenario=%s ops=%d holds=%d sections=%d lost=%d stale_rejected=%d guarded=%d guarded_refused=%d unfinished=%d faults=%d loss_margin=%s violations=%d tolerated=%v",
+		sc.name, v.ops, v.holds, v.sections, v.lost, v.staleRejected, v.guarded, v.guardedRefused, v.unfinished, faults, margin, failed, tolerated)
 }

@@ -85,11 +85,12 @@ func TestReliabilityRWRedisPaused(t *testing.T) {
 
 	var workers []*worker
 	for c := range 3 {
-		cl, err := rlock.New(lockNode.Client(t), rlock.WithLeaseTime(cfg.Lease), rlock.WithRetryTimeout(cfg.Retry))
+		rc := lockNode.Client(t)
+		cl, err := rlock.New(rc, rlock.WithLeaseTime(cfg.Lease), rlock.WithRetryTimeout(cfg.Retry))
 		require.NoError(t, err)
 		t.Cleanup(func() { assert.NoError(t, cl.Close()) })
 		rw := cl.RWMutex(name)
-		workers = append(workers, &worker{id: fmt.Sprintf("p.c%d.%s0", c, writerTag), cfg: cfg, lock: name, mu: rw, store: store, rec: rec})
+		workers = append(workers, &worker{id: fmt.Sprintf("p.c%d.%s0", c, writerTag), cfg: cfg, lock: name, mu: rw, store: store, b: rc.B(), rec: rec})
 		for r := range 2 {
 			workers = append(workers, &worker{id: fmt.Sprintf("p.c%d.%s%d", c, readerTag, r), cfg: cfg,
 				lock: name, mu: readLocker{rw}, read: true, store: store, rec: rec})

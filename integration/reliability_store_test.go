@@ -2,11 +2,14 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/redis/rueidis"
+
+	"github.com/rlock/rlock/rlock"
 )
 
 // fencedWrite is the downstream store's guard: it accepts a write only if
@@ -100,4 +103,43 @@ func (s fencedStore) state(ctx context.Context) (storeState, error) {
 	}
 	st.counter, err = s.counter(ctx)
 	return st, err
+}
+
+// opGuarded is a write to the lock's own node made only through Do, in
+// the same script as the check that the hold lives; Read is the token of
+// the guarded write that landed before it (0: none).
+const opGuarded = "guarded"
+
+// guardedLocker is a lock whose holder can make guarded writes: Mutex,
+// FairMutex and RWMutex (its write hold), not a reader or a RedLock.
+type guardedLocker interface {
+	Do(ctx context.Context, cmds ...rueidis.Completed) ([]rueidis.RedisMessage, error)
+	Key(suffix string) string
+}
+
+// guardedWrite appends "<token> <owner>" to the lock's guarded log, a key
+// in its slot on its node, through Do with lctx, and returns the token of
+// the entry before it. failed says that Do ran nothing: the owner did not
+// hold the lock.
+func guardedWrite(lctx context.Context, g guardedLocker, b rueidis.Builder, token int64, owner string) (prev int64, failed bool, err error) {
+	key := g.Key("guarded")
+	res, err := g.Do(lctx,
+		b.Lindex().Key(key).Index(-1).Build(),
+		b.Rpush().Key(key).Element(strconv.FormatInt(token, 10)+" "+owner).Build())
+	if err != nil {
+		return 0, errors.Is(err, rlock.ErrLockLost) || errors.Is(err, rlock.ErrNotHeld), err
+	}
+	last, err := res[0].ToString()
+	if rueidis.IsRedisNil(err) {
+		return 0, false, res[1].Error()
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	tok, _, _ := strings.Cut(last, " ")
+	prev, err = strconv.ParseInt(tok, 10, 64)
+	if err == nil {
+		err = res[1].Error()
+	}
+	return prev, false, err
 }

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/rlock/rlock/internal/redistest"
 	"github.com/rlock/rlock/rlock"
 )
@@ -69,6 +71,7 @@ func runProcess(ctx context.Context, cfg procConfig, rec *recorder, ctl holdCont
 	for i, entry := range cfg.Clients {
 		// One rlock Client for the entry; in modeRedLock, one per master.
 		var set []*rlock.Client
+		var builder rueidis.Builder // the commands of guarded writes, built for the lock's node
 		for _, addr := range masters(cfg.Mode, entry) {
 			rc, err := redistest.Dial(ctx, lockClientOption(cfg.Mode, addr))
 			if err != nil {
@@ -81,6 +84,7 @@ func runProcess(ctx context.Context, cfg procConfig, rec *recorder, ctl holdCont
 			}
 			clients = append(clients, c)
 			set = append(set, c)
+			builder = rc.B()
 		}
 		for j := range cfg.Workers {
 			lock := cfg.Locks[j%len(cfg.Locks)]
@@ -90,7 +94,7 @@ func runProcess(ctx context.Context, cfg procConfig, rec *recorder, ctl holdCont
 				tag = readerTag
 			}
 			w := &worker{id: fmt.Sprintf("%s.c%d.%s%d", cfg.Proc, i, tag, j), cfg: cfg, lock: lock,
-				mu: mu, read: read, store: fencedStore{src, lock}, rec: rec}
+				mu: mu, read: read, store: fencedStore{src, lock}, b: builder, rec: rec}
 			if i == 0 && j == 0 {
 				w.ctl = ctl
 			}
@@ -119,6 +123,7 @@ type worker struct {
 	mu    holdLocker
 	read  bool // a reader of a read-write lock: its section only looks (see look)
 	store fencedStore
+	b     rueidis.Builder // builds the guarded writes' commands
 	rec   *recorder
 	ctl   holdControl // the victim protocol, for the victim worker
 	armed bool        // the next hold is the one the test's fault will hit
@@ -231,6 +236,7 @@ func (w *worker) reenter(ctx context.Context, h *tracked) int {
 func (w *worker) work(ctx context.Context, h *tracked, stale bool) {
 	// A RedLock has no fencing token to write with: its holders only count.
 	if w.cfg.Mode == modeRedLock || w.write(ctx, h, stale) {
+		w.guard(h, stale)
 		w.sleep(ctx, holdFor)
 		w.count(ctx, h)
 	}
@@ -260,6 +266,34 @@ func (w *worker) write(ctx context.Context, h *tracked, stale bool) bool {
 	}
 	w.rec.add(op)
 	return true
+}
+
+// guard makes the section's guarded write (guardedWrite) on the lock's
+// own node, when the lock has Do: nothing is sent once the lock context is
+// done, except, when stale is set, a Do with it, which must run nothing.
+func (w *worker) guard(h *tracked, stale bool) {
+	g, ok := w.mu.(guardedLocker)
+	if !ok {
+		return
+	}
+	op := w.op(opGuarded, h.owner, h.token)
+	if h.ctx.Err() != nil && !stale {
+		op.Start = monoNow()
+		op.End, op.Outcome = op.Start, outSkipped
+		w.rec.add(op)
+		return
+	}
+	op.Stale = h.ctx.Err() != nil
+	op = w.rec.invoke(op)
+	prev, failed, err := guardedWrite(h.ctx, g, w.b, h.token, h.owner)
+	op.End, op.Read, op.Outcome = monoNow(), prev, outOK
+	switch {
+	case failed:
+		op.Outcome, op.Detail = outFailed, err.Error()
+	case err != nil:
+		op.Outcome, op.Detail = outUnknown, err.Error()
+	}
+	w.rec.add(op)
 }
 
 // count adds one to the counter by reading it and writing it back, which

@@ -35,11 +35,21 @@ const (
 	// NotCounted: {NotCounted, count}. The request did not count: the
 	// latch was at 0, or (settling) no call of the request ran.
 	NotCounted Code = 7
+	// Ran: {Ran, results}. The holder's commands ran (do.lua); results
+	// has one reply or error per command.
+	Ran Code = 8
+	// RanEarlier: {RanEarlier, 0}. A call of the request whose reply was
+	// lost ran the commands; they did not run again.
+	RanEarlier Code = 9
+	// NotRun: {NotRun, 0}. (Settling) no call of the request ran the
+	// commands, and none will.
+	NotRun Code = 10
 )
 
 var codeNames = [...]string{
 	Refused: "REFUSED", Granted: "GRANTED", Stale: "STALE", NotHeld: "NOT_HELD",
 	StillHeld: "STILL_HELD", Freed: "FREED", Counted: "COUNTED", NotCounted: "NOT_COUNTED",
+	Ran: "RAN", RanEarlier: "RAN_EARLIER", NotRun: "NOT_RUN",
 }
 
 // String returns the code's name in codes.lua, or the number of a code

@@ -23,3 +23,9 @@ local COUNTED = 6     -- {COUNTED, count}: the request counted the latch
                       -- down; count is what is left
 local NOT_COUNTED = 7 -- {NOT_COUNTED, count}: the request did not count:
                       -- the latch was at 0, or (settling) no call of it ran
+local RAN = 8         -- {RAN, results}: the holder's commands ran (do.lua);
+                      -- results has one reply or error per command
+local RAN_EARLIER = 9 -- {RAN_EARLIER, 0}: a call of the request whose reply
+                      -- was lost ran the commands; they did not run again
+local NOT_RUN = 10    -- {NOT_RUN, 0}: (settling) no call of the request ran
+                      -- the commands, and none will

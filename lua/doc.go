@@ -105,6 +105,9 @@
 //	Freed      5  {Freed, 0}               released down to 0: the owner holds nothing any more
 //	Counted    6  {Counted, count}         the request counted the latch down; count is left
 //	NotCounted 7  {NotCounted, count}      the request did not count
+//	Ran        8  {Ran, results}           do.lua: the holder's commands ran; one result each
+//	RanEarlier 9  {RanEarlier, 0}          do.lua: a call of the request whose reply was lost ran them
+//	NotRun    10  {NotRun, 0}              do.lua, settling: no call of the request ran, none will
 //
 // Each script's header names the codes it answers. Every acquire script
 // answers Granted, Refused or Stale, and every release script NotHeld,
@@ -122,12 +125,23 @@
 //
 // A script reads what it needs and leaves the rest: only the fair lock's
 // read the queue, the hand-over channel and the last three acquire
+<<<<<<< HEAD
 // arguments. Its header lists what it reads. (semaphore_permit_release,
 // whose releaser is a Client, takes the release layout with a count-down's
 // ARGV[3], a number reserved before the request, and the permit as
 // ARGV[7].) The other scripts (renew, force_release, inspect, rw_state,
 // latch_set, semaphore_permits, semaphore_available,
 // semaphore_permit_extend) answer plain numbers
+=======
+// arguments. Its header lists what it reads. do.lua (Mutex.Do) is a
+// request of the protocol too, with a layout of its own (KEYS hash,
+// fences; ARGV F, seq, first, n, superseded, fence life, then the
+// commands), seq and superseded where every request has them; it answers
+// Ran, RanEarlier, NotRun, NotHeld or Stale, and, like the latch's
+// count-down, tells a request's calls from earlier ones by a number
+// reserved before its first call. The other scripts (renew, force_release, inspect, rw_state,
+// latch_set, semaphore_permits, semaphore_available) answer plain numbers
+>>>>>>> h-do
 // (booleans, counts) or values, as their headers say, never codes.
 //
 // # Redis layout

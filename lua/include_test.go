@@ -177,7 +177,7 @@ func TestEveryFileIsLoaded(t *testing.T) {
 }
 
 // codeName matches the names of codes.lua.
-var codeName = regexp.MustCompile(`\b(REFUSED|GRANTED|STALE|NOT_HELD|STILL_HELD|FREED|NOT_COUNTED|COUNTED)\b`)
+var codeName = regexp.MustCompile(`\b(REFUSED|GRANTED|STALE|NOT_HELD|STILL_HELD|FREED|NOT_COUNTED|COUNTED|RAN_EARLIER|RAN|NOT_RUN)\b`)
 
 // TestHeadersNameCodes checks that the header comment of every script
 // names each code its own lines answer, and no code that neither it nor a

@@ -29,3 +29,7 @@ var Renew = load("renew.lua", retryable)
 // Inspect reads a snapshot of one lock for operators, writing nothing; see
 // inspect.lua. It is read-only (EVALSHA_RO, which rueidis may resend).
 var Inspect = load("inspect.lua", readOnly)
+
+// Do runs a holder's commands atomically with the check that it holds the
+// lock, once per request; see do.lua.
+var Do = load("do.lua", once)

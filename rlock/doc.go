@@ -153,6 +153,11 @@
 // lower than the highest it has seen: a holder whose lock was lost, however
 // late its write arrives, is turned away.
 //
+// For data kept in Redis beside the lock, Mutex.Do (and FairMutex.Do,
+// RWMutex.Do) needs no token: it runs commands in the same script as the
+// check that ctx's owner holds the lock, so a holder that lost it writes
+// nothing, however late it runs; Key names keys in the lock's slot.
+//
 // # Waiting: TryLock and LockFor
 //
 // Lock and LockFor wait until the lock is free, or ctx is done; they then
@@ -311,7 +316,8 @@
 // watchdog rounds, replica acknowledgements. This package imports no
 // telemetry library; package rlockotel turns the hooks into OpenTelemetry
 // spans and metrics. Without hooks nothing is reported and nothing
-// allocated.
+// allocated. Hooks that also implement DoHooks see every Do (guarded
+// writes): its outcome, its commands, the hold's token.
 //
 // Client.Inspect and Mutex.Inspect read a lock's state in Redis for
 // operators: holders and their counts, leases, the last fencing token, the
@@ -342,6 +348,10 @@
 //   - ErrInvalidArgument: an option or MultiLock that cannot work: a nil
 //     logger or hooks, a negative replica count, a MultiLock of no or nil mutexes or
 //     with one lock twice, a RedLock with two mutexes of one Client.
+//   - ErrResultsLost: a Do whose commands ran once but whose reply was
+//     lost. A Do refused as lost matches ErrLockLost; one with commands it
+//     cannot run (see Mutex.Do), ErrInvalidArgument; one that too few
+//     replicas acknowledged, ErrNotReplicated (the commands ran).
 //
 // A call whose context ended wraps ctx.Err(); a Redis failure wraps the
 // rueidis error (a refused acquire at maxmemory wraps Redis's OOM reply).
@@ -380,7 +390,8 @@
 // of calls), errors.go (the sentinels and every cause a hold ends with).
 // The primitives: mutex.go, group.go, rwmutex.go, rwmutex_state.go,
 // fairmutex.go with fairqueue.go, semaphore.go with permit.go, latch.go,
-// multilock.go with multihold.go; inspect.go reads a lock for operators.
+// multilock.go with multihold.go; inspect.go reads a lock for operators;
+// do.go runs a holder's commands under the ownership check (lua/do.lua).
 //
 // How a Lock travels (uncontended). acquire.go is the spine, its functions
 // in the order they run; each other file is entered once, at its step:

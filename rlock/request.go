@@ -43,9 +43,20 @@ type scriptCall struct {
 // supersedes (args[1] and args[4]), and sends it again after a lost reply
 // or a passing refusal until ctx is done. With acked, each call is sent
 // with WAIT for the Client's replicas (WithReplicaAck), and acks says how
-// many acknowledged. It returns the script's reply and when the request
-// was first sent.
+// many acknowledged. It returns the script's reply, an array of numbers,
+// and when the request was first sent.
 func (c *Client) exchange(ctx context.Context, t *turn, s *lua.Script, call scriptCall, acked bool) (reply []int64, acks int64, sent time.Time, err error) {
+	msg, acks, sent, err := c.exchangeMessage(ctx, t, s, call, acked)
+	if err != nil {
+		return nil, acks, sent, err
+	}
+	reply, err = msg.AsIntSlice()
+	return reply, acks, sent, err
+}
+
+// exchangeMessage is exchange for a script whose reply is not only
+// numbers (do.lua's carries the replies of the commands it ran).
+func (c *Client) exchangeMessage(ctx context.Context, t *turn, s *lua.Script, call scriptCall, acked bool) (reply rueidis.RedisMessage, acks int64, sent time.Time, err error) {
 	sent = time.Now()
 	var timer *time.Timer // made on the first resend: most requests need none
 	var last error
@@ -55,7 +66,7 @@ func (c *Client) exchange(ctx context.Context, t *turn, s *lua.Script, call scri
 		if acked {
 			reply, acks, err = c.execAcked(ctx, s, call)
 		} else {
-			reply, err = s.Exec(ctx, c.rc, call.keys, call.args).AsIntSlice()
+			reply, err = s.Exec(ctx, c.rc, call.keys, call.args).ToMessage()
 		}
 		switch {
 		case err == nil:
@@ -90,13 +101,13 @@ func (c *Client) exchange(ctx context.Context, t *turn, s *lua.Script, call scri
 // connection), and returns the script's reply and how many replicas
 // acknowledged the writes made up to it. On a Cluster both go to the node
 // of the lock's slot.
-func (c *Client) execAcked(ctx context.Context, s *lua.Script, call scriptCall) (reply []int64, acks int64, err error) {
+func (c *Client) execAcked(ctx context.Context, s *lua.Script, call scriptCall) (reply rueidis.RedisMessage, acks int64, err error) {
 	err = c.rc.Dedicated(func(dc rueidis.DedicatedClient) error {
 		res := dc.DoMulti(ctx, s.EvalSHA(dc.B(), call.keys, call.args), c.waitCommand(dc))
 		if re, ok := rueidis.IsRedisErr(res[0].Error()); ok && re.IsNoScript() {
 			res = dc.DoMulti(ctx, s.Eval(dc.B(), call.keys, call.args), c.waitCommand(dc))
 		}
-		if reply, err = res[0].AsIntSlice(); err != nil {
+		if reply, err = res[0].ToMessage(); err != nil {
 			return s.MapError(err)
 		}
 		if acks, err = res[1].AsInt64(); err != nil {
