@@ -125,23 +125,17 @@
 //
 // A script reads what it needs and leaves the rest: only the fair lock's
 // read the queue, the hand-over channel and the last three acquire
-<<<<<<< HEAD
 // arguments. Its header lists what it reads. (semaphore_permit_release,
 // whose releaser is a Client, takes the release layout with a count-down's
 // ARGV[3], a number reserved before the request, and the permit as
-// ARGV[7].) The other scripts (renew, force_release, inspect, rw_state,
-// latch_set, semaphore_permits, semaphore_available,
-// semaphore_permit_extend) answer plain numbers
-=======
-// arguments. Its header lists what it reads. do.lua (Mutex.Do) is a
-// request of the protocol too, with a layout of its own (KEYS hash,
-// fences; ARGV F, seq, first, n, superseded, fence life, then the
-// commands), seq and superseded where every request has them; it answers
-// Ran, RanEarlier, NotRun, NotHeld or Stale, and, like the latch's
-// count-down, tells a request's calls from earlier ones by a number
-// reserved before its first call. The other scripts (renew, force_release, inspect, rw_state,
-// latch_set, semaphore_permits, semaphore_available) answer plain numbers
->>>>>>> h-do
+// ARGV[7].) do.lua (Mutex.Do) is a request of the protocol too, with a
+// layout of its own (KEYS hash, fences; ARGV F, seq, first, n, superseded,
+// fence life, then the commands), seq and superseded where every request
+// has them; it answers Ran, RanEarlier, NotRun, NotHeld or Stale, and, like
+// the latch's count-down, tells a request's calls from earlier ones by a
+// number reserved before its first call. The other scripts (renew,
+// force_release, inspect, rw_state, latch_set, semaphore_permits,
+// semaphore_available, semaphore_permit_extend) answer plain numbers
 // (booleans, counts) or values, as their headers say, never codes.
 //
 // # Redis layout
