@@ -51,7 +51,7 @@ func BenchmarkFair(b *testing.B) {
 	})
 	b.Run("Floor/publish-idle="+relayHold.String(), func(b *testing.B) { benchPublishFloor(b, node, rc) })
 	for _, p := range fairPeers {
-		b.Run("Handoff/waiters=8/"+p.name, func(b *testing.B) { benchmarkRelay(b, node, p, 8) })
+		b.Run("Handoff/waiters=8/"+p.name, func(b *testing.B) { benchmarkRelay(b, node, p, 8, 2) })
 	}
 	for _, p := range fairPeers {
 		b.Run("HotLock/"+p.name, func(b *testing.B) { benchmarkHotLock(b, node, p) })

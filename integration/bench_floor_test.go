@@ -94,11 +94,11 @@ func benchmarkRawScripts(b *testing.B, rc rueidis.Client) {
 		return strconv.Itoa(seq)
 	}
 	for b.Loop() {
-		acquired, err := lua.Acquire.Exec(ctx, rc, []string{k.Hash, k.Token, k.Fence},
-			[]string{field, next(), "1", lease, "0", fenceLife, "0"}).AsIntSlice()
+		acquired, err := lua.Acquire.Exec(ctx, rc, []string{k.Hash, k.Token, k.Fence, k.Queue, k.Channel},
+			[]string{field, next(), "1", lease, "0", fenceLife, "0", "publish", lease, "1"}).AsIntSlice()
 		require.NoError(b, err)
 		require.Equal(b, int64(1), acquired[0], "acquire reply %v", acquired)
-		released, err := lua.Release.Exec(ctx, rc, []string{k.Hash, k.Channel, k.Fence},
+		released, err := lua.Release.Exec(ctx, rc, []string{k.Hash, k.Channel, k.Fence, k.Token, k.Queue},
 			[]string{field, next(), "0", "publish", "0", fenceLife}).AsIntSlice()
 		require.NoError(b, err)
 		require.Equal(b, int64(lua.Freed), released[0], "release reply %v", released)

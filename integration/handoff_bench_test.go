@@ -42,6 +42,9 @@ const relayHold = 2 * time.Millisecond
 //     is measured, and so is what a handoff costs: Redis commands (INFO
 //     commandstats, which counts the commands scripts run too), script
 //     calls, and CPU in this process and in Redis.
+//   - clients=9: the same relay with every owner in a Client of its own,
+//     so that every Unlock finds eight waiters in eight other Clients, as
+//     eight processes would: how many of them a release sets to work.
 func benchHandoff(b *testing.B, node *redistest.Node) {
 	for _, p := range peers {
 		b.Run("waiters=1/"+p.name, func(b *testing.B) {
@@ -62,7 +65,12 @@ func benchHandoff(b *testing.B, node *redistest.Node) {
 	}
 	for _, p := range peers {
 		b.Run("waiters=8/"+p.name, func(b *testing.B) {
-			benchmarkRelay(b, node, p, 8)
+			benchmarkRelay(b, node, p, 8, 2)
+		})
+	}
+	for _, p := range peers {
+		b.Run("clients=9/"+p.name, func(b *testing.B) {
+			benchmarkRelay(b, node, p, 8, 9)
 		})
 	}
 }
@@ -97,18 +105,22 @@ func handoff(ctx context.Context, b *testing.B, holder, waiter locker, name stri
 	return took, false
 }
 
-// benchmarkRelay runs a relay of waiters+1 owners of p's lockers on node:
-// the first in one Client, the rest in another. An owner that passed the
+// benchmarkRelay runs a relay of waiters+1 owners of p's lockers on node,
+// spread over clients Clients: owner i in Client min(i, clients-1), so
+// with 2 the first in one Client and the rest in another. An owner that passed the
 // lock on waits for the next owner to take it before it asks again, so it
 // never takes the lock back from itself. Each iteration is one handoff.
-func benchmarkRelay(b *testing.B, node *redistest.Node, p peer, waiters int) {
-	lockers := []locker{p.open(b, node.Addr(), 0), p.open(b, node.Addr(), 0)}
+func benchmarkRelay(b *testing.B, node *redistest.Node, p peer, waiters, clients int) {
+	lockers := make([]locker, clients)
+	for i := range lockers {
+		lockers[i] = p.open(b, node.Addr(), 0)
+	}
 	r := &relay{name: benchName(b), passed: make(chan struct{}), handoffs: make(chan time.Duration)}
 	ctx, cancel := context.WithCancel(benchContext(b))
 	var wg sync.WaitGroup
 	errs := make([]error, waiters+1)
 	for i := range errs {
-		l := lockers[min(i, 1)]
+		l := lockers[min(i, clients-1)]
 		wg.Go(func() {
 			if errs[i] = r.run(ctx, l); errs[i] != nil {
 				cancel() // the relay is broken: stop the benchmark

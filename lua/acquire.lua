@@ -2,6 +2,7 @@
 --@include codes.lua
 --@include fence.lua
 --@include hold.lua
+--@include waiting.lua
 -- acquire: take or re-enter a reentrant lock for one owner, exactly once.
 --
 -- KEYS[1] lock hash         P{N}
@@ -17,8 +18,11 @@
 --                           (a copy may still arrive), or 0
 -- ARGV[6] fence life in ms
 -- ARGV[7] '1' when the caller waits on the unlock channel, else '0'
--- KEYS[4..5] and ARGV[8..10], which every kind is sent (lua/doc.go), are
--- the fair lock's: not read here.
+-- KEYS[4] waiting Clients    P{N}:queue (see waiting.lua)
+-- ARGV[9] the watchdog's lease in ms: how long a waiting Client's mark
+--         outlives the holder's lease
+-- KEYS[5], ARGV[8] and ARGV[10], which every kind is sent (lua/doc.go),
+-- are the fair lock's: not read here.
 --
 -- Reply: {GRANTED, count, token}  acquired (count 1) or re-entered
 --        {REFUSED, pttl}         another owner holds it (pttl -1: no expiry)
@@ -27,7 +31,11 @@
 --
 -- The field 'waiters' marks a lock whose release must publish: a refused
 -- acquire sets it, and so does a waiter that takes the lock (others may
--- still wait behind it). An uncontended release publishes nothing.
+-- still wait behind it), and so does an owner that takes it while Clients
+-- are recorded as waiting. An uncontended release publishes nothing. A
+-- refused caller that waits also records its Client as waiting (KEYS[4]),
+-- and a waiter that takes the lock takes its Client out, so that a release
+-- wakes one Client, not all of them (waiting.lua).
 --
 -- The hash holds, for its one owner, F -> count and F#seq -> the seq of the
 -- owner's latest call that applied. A call applies only when its seq is
@@ -44,8 +52,8 @@ local hash, fences, owner = KEYS[1], KEYS[3], ARGV[1]
 local seq, superseded = tonumber(ARGV[2]), tonumber(ARGV[5])
 local seqField = owner .. '#seq'
 
--- Fast path: no lock and no fences at all.
-if redis.call('exists', hash, fences) == 0 then
+-- Fast path: no lock, no fences and no waiting Client at all.
+if redis.call('exists', hash, fences, KEYS[4]) == 0 then
     return take(ARGV[7] == '1')
 end
 
@@ -63,6 +71,14 @@ end
 if htype == 'hash' then
     fence(fences, owner, superseded, ARGV[6])
     redis.call('hset', hash, 'waiters', 1)
-    return {REFUSED, redis.call('pttl', hash)}
+    local pttl = redis.call('pttl', hash)
+    if ARGV[7] == '1' then
+        recordWaiting(KEYS[4], owner, pttl, ARGV[9])
+    end
+    return {REFUSED, pttl}
 end
-return take(ARGV[7] == '1')
+if ARGV[7] == '1' then
+    unrecordWaiting(KEYS[4], owner)
+    return take(true)
+end
+return take(redis.call('exists', KEYS[4]) == 1)

@@ -165,6 +165,11 @@
 //	                       missing, so that tokens keep growing across a restart that lost it
 //	P{N'}:fence    hash    F -> the highest seq of F whose reply was lost; written only after
 //	                       a lost reply, and it expires
+//	P{N'}:queue    zset    a Mutex's waiting Clients: C scored by the Redis time in µs its
+//	                       first waiter was refused while subscribed; the release that
+//	                       frees a marked lock pops the first and publishes '@<C>' to it
+//	                       alone ('unlocked', to every Client, when none is recorded);
+//	                       it expires a watchdog lease after the holder's lease (waiting.lua)
 //	P{N'}:queue    hash    a FairMutex's waiters, a doubly linked list: per waiter W,
 //	                       W -> 1 (queued), W#exp -> its own lease's end (Redis time, ms),
 //	                       W#seq -> the seq of W's latest call that applied, W#lease -> the
@@ -275,7 +280,8 @@
 //     the local deadline of a live hold.
 //   - Publish only to waiters. A refused acquire marks the hash (waiters),
 //     and so does a waiter that takes the lock; only the release that
-//     frees a marked lock publishes.
+//     frees a marked lock publishes, to the one Client waiting longest
+//     when a Mutex's waiting Clients are recorded (waiting.lua).
 //
 // An uncontended Lock and Unlock of a Mutex is two scripts and six
 // commands: EXISTS, INCR, HSET, PEXPIRE, then HMGET, DEL. It leaves no

@@ -2,6 +2,7 @@
 --@include codes.lua
 --@include fence.lua
 --@include hold.lua
+--@include waiting.lua
 -- release: set one owner's hold count lower, exactly once; at 0 the lock is
 -- deleted and, if anyone waits, the unlock channel is told.
 --
@@ -17,8 +18,18 @@
 -- ARGV[4] publish command   'publish', or 'spublish' on a Cluster
 -- ARGV[5] superseded        the highest seq of F whose reply never came, or 0
 -- ARGV[6] fence life in ms
--- KEYS[4..5], which every kind is sent (lua/doc.go), are the fair lock's:
--- not read here.
+-- KEYS[5] waiting Clients    P{N}:queue (see waiting.lua)
+-- ARGV[7] '1' when the owner's Client stops waiting (its last waiter gave
+--         up): it leaves the waiting Clients, and if a release took it
+--         out to wake it and the lock is free, the wake-up goes on to the
+--         next waiting Client. Absent or '0' otherwise.
+-- KEYS[4], which every kind is sent (lua/doc.go), is the fair lock's: not
+-- read here.
+--
+-- At 0, a marked lock (see acquire.lua) wakes one waiter: '@<clientID>'
+-- to the Client longest in the waiting Clients, or, when none is
+-- recorded, 'unlocked', which every Client subscribed hands to one of its
+-- waiters.
 --
 -- Reply: {NOT_HELD, 0}       F does not hold the lock (also when the key
 --                           was overwritten by something that is not a lock)
@@ -33,6 +44,9 @@ local hash, fences, owner = KEYS[1], KEYS[3], ARGV[1]
 local held = redis.pcall('hmget', hash, owner, owner .. '#seq', 'waiters')
 if held.err or not held[1] then
     fence(fences, owner, tonumber(ARGV[5]), ARGV[6])
+    if ARGV[7] == '1' and unrecordWaiting(KEYS[5], owner) == 0 and not held.err and redis.call('exists', hash) == 0 then
+        wakeNext(KEYS[5], KEYS[2], ARGV[4])
+    end
     return {NOT_HELD, 0}
 end
 local lowered = lower(held)
@@ -40,7 +54,7 @@ if lowered then
     return lowered
 end
 redis.call('del', hash)
-if held[3] then
+if held[3] and not wakeNext(KEYS[5], KEYS[2], ARGV[4]) then
     redis.call(ARGV[4], KEYS[2], 'unlocked')
 end
 return {FREED, 0}

@@ -35,7 +35,9 @@ type call struct {
 	seq        int
 	count      int // acquire: the count after a re-entry; release: the count after
 	superseded int
-	lease      int // ms, acquire only
+	lease      int  // ms, acquire only
+	waiting    bool // acquire: the caller waits on the unlock channel
+	leaving    bool // release: the owner's Client stops waiting
 }
 
 const fenceLife = "60000"
@@ -47,9 +49,9 @@ func reply(code lua.Code, values ...int64) []int64 {
 
 func (c call) acquire(t testing.TB, rc rueidis.Client, k keys.Keys) []int64 {
 	t.Helper()
-	reply, err := lua.Acquire.Exec(t.Context(), rc, []string{k.Hash, k.Token, k.Fence}, []string{
+	reply, err := lua.Acquire.Exec(t.Context(), rc, []string{k.Hash, k.Token, k.Fence, k.Queue, k.Channel}, []string{
 		c.owner, strconv.Itoa(c.seq), strconv.Itoa(c.count), strconv.Itoa(max(c.lease, 30000)),
-		strconv.Itoa(c.superseded), fenceLife, "0",
+		strconv.Itoa(c.superseded), fenceLife, flag(c.waiting), "publish", "30000", "0",
 	}).AsIntSlice()
 	require.NoError(t, err)
 	return reply
@@ -57,11 +59,19 @@ func (c call) acquire(t testing.TB, rc rueidis.Client, k keys.Keys) []int64 {
 
 func (c call) release(t testing.TB, rc rueidis.Client, k keys.Keys) []int64 {
 	t.Helper()
-	reply, err := lua.Release.Exec(t.Context(), rc, []string{k.Hash, k.Channel, k.Fence}, []string{
-		c.owner, strconv.Itoa(c.seq), strconv.Itoa(c.count), "publish", strconv.Itoa(c.superseded), fenceLife,
+	reply, err := lua.Release.Exec(t.Context(), rc, []string{k.Hash, k.Channel, k.Fence, k.Token, k.Queue}, []string{
+		c.owner, strconv.Itoa(c.seq), strconv.Itoa(c.count), "publish", strconv.Itoa(c.superseded), fenceLife, flag(c.leaving),
 	}).AsIntSlice()
 	require.NoError(t, err)
 	return reply
+}
+
+// flag is a script's boolean argument.
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }
 
 func hget(t *testing.T, rc rueidis.Client, key, field string) (int64, bool) {
@@ -177,18 +187,18 @@ func TestWrongTypeWritesNothing(t *testing.T) {
 	rc := redistest.Shared(t).Client(t)
 	k := lockKeys(t)
 	require.NoError(t, rc.Do(t.Context(), rc.B().Set().Key(k.Hash).Value("x").Build()).Error())
-	_, err := lua.Acquire.Exec(t.Context(), rc, []string{k.Hash, k.Token, k.Fence},
-		[]string{"a", "1", "1", "30000", "0", fenceLife, "0"}).AsIntSlice()
+	_, err := lua.Acquire.Exec(t.Context(), rc, []string{k.Hash, k.Token, k.Fence, k.Queue, k.Channel},
+		[]string{"a", "1", "1", "30000", "0", fenceLife, "0", "publish", "30000", "0"}).AsIntSlice()
 	assert.ErrorContains(t, err, "WRONGTYPE")
-	for _, key := range []string{k.Token, k.Fence} {
+	for _, key := range []string{k.Token, k.Fence, k.Queue} {
 		assertGone(t, rc, key)
 	}
 	assert.Equal(t, reply(lua.NotHeld, 0), call{owner: "a", seq: 2, count: 0, superseded: 1}.release(t, rc, k))
 
 	k = lockKeys(t)
 	require.NoError(t, rc.Do(t.Context(), rc.B().Set().Key(k.Token).Value("not a number").Build()).Error())
-	_, err = lua.Acquire.Exec(t.Context(), rc, []string{k.Hash, k.Token, k.Fence},
-		[]string{"a", "1", "1", "30000", "0", fenceLife, "0"}).AsIntSlice()
+	_, err = lua.Acquire.Exec(t.Context(), rc, []string{k.Hash, k.Token, k.Fence, k.Queue, k.Channel},
+		[]string{"a", "1", "1", "30000", "0", fenceLife, "0", "publish", "30000", "0"}).AsIntSlice()
 	assert.Error(t, err, "a fencing counter that is not a number")
 	assertGone(t, rc, k.Hash)
 }

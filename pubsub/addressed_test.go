@@ -43,3 +43,26 @@ func TestAddressedWakesItsWaiters(t *testing.T) {
 		requireQuiet(t, a)
 	})
 }
+
+// TestAddressedToSubscriber: a message addressed to the Subscriber's own
+// id wakes one waiter, the longest waiting, as an unaddressed message
+// does; one addressed to another Subscriber's id wakes nobody. A waiter it
+// woke that leaves without the lock hands the wake-up on to the next, and
+// the last waiter to leave is told so by Done.
+func TestAddressedToSubscriber(t *testing.T) {
+	forEachMode(t, false, func(t *testing.T, e *env) {
+		ch := channelName(t, "unlock")
+		a, b := e.subscribe(t, ch), e.subscribe(t, ch)
+
+		e.publishMessage(t, ch, Addressed+"another-subscriber")
+		requireQuiet(t, a, b)
+		e.publishMessage(t, ch, Addressed+envID)
+		requireWoken(t, a, "the longest waiting, by a message addressed to its Subscriber")
+		requireQuiet(t, b)
+
+		require.False(t, a.Done(false), "a leaves while b waits: not the last")
+		requireWoken(t, b, "the wake-up a did not use")
+		require.True(t, b.Done(false), "b is the channel's last waiter")
+		require.False(t, b.Done(false), "a second Done reports nothing")
+	})
+}

@@ -21,6 +21,12 @@ const WakeAll = "all"
 // note (Waiter.Note), and wakes nobody else; with no such waiter in this
 // Subscriber it does nothing, as the message is for another process. A tag
 // holds no space; the note may.
+//
+// "@<id>", where id is the Subscriber's own (New), is a wake-up for this
+// Subscriber alone: it wakes one of the channel's waiters, as an
+// unaddressed message does, and no waiter of any other Subscriber. So a
+// publisher that knows which process waits longest wakes one waiter in the
+// whole deployment rather than one in every process.
 const Addressed = "@"
 
 // unsubscribeTimeout bounds the UNSUBSCRIBE that ends a subscription.
@@ -67,8 +73,9 @@ func (c *channel) join(tag string) *Waiter {
 
 // leave takes w out of the queue; handOn passes a wake-up to the next
 // waiter. When the queue is empty, the subscription attempt under way is
-// stopped, and run unsubscribes. The caller holds s.mu.
-func (c *channel) leave(w *Waiter, handOn bool) {
+// stopped, and run unsubscribes; leave reports whether it is. The caller
+// holds s.mu.
+func (c *channel) leave(w *Waiter, handOn bool) bool {
 	if i := slices.Index(c.waiters, w); i >= 0 {
 		c.waiters = slices.Delete(c.waiters, i, i+1)
 	}
@@ -76,10 +83,14 @@ func (c *channel) leave(w *Waiter, handOn bool) {
 	if handOn {
 		c.wakeOne()
 	}
-	if len(c.waiters) == 0 && c.current != nil {
+	if len(c.waiters) > 0 {
+		return false
+	}
+	if c.current != nil {
 		c.current.stop()
 		c.current = nil
 	}
+	return true
 }
 
 // wakeOne wakes the longest-waiting ready waiter that has no wake-up
@@ -108,10 +119,15 @@ func (c *channel) wakeAll() {
 // deliver hands an addressed message, "<tag> <note>" once Addressed is cut
 // off, to the ready waiters named tag and wakes them. It does not mark them
 // woken: the message is theirs alone, and nobody else is owed a wake-up if
-// they leave. The caller holds s.mu.
+// they leave. A message addressed to the Subscriber itself wakes one
+// waiter, as an unaddressed one does. The caller holds s.mu.
 func (c *channel) deliver(msg string) {
 	tag, note, _ := strings.Cut(msg, " ")
-	if tag == "" {
+	switch {
+	case tag == "":
+		return
+	case tag == c.s.id:
+		c.wakeOne()
 		return
 	}
 	for _, w := range c.waiters {

@@ -7,7 +7,7 @@
 // first is what makes an unlock between the try and the sleep impossible to
 // miss:
 //
-//	subs := pubsub.New(rc, rc.Mode() == rueidis.ClientModeCluster, nil)
+//	subs := pubsub.New(rc, rc.Mode() == rueidis.ClientModeCluster, nil, "")
 //	defer subs.Close()
 //
 //	w, err := subs.Subscribe(ctx, "locks:{job}:unlock")
@@ -47,6 +47,11 @@
 //     and one unlock does not send every waiter at Redis (no thundering
 //     herd). The message WakeAll wakes every waiter instead: for a release
 //     that frees the resource for many at once (readers after a writer).
+//   - A message addressed to the Subscriber ("@<id>", Addressed, id given
+//     to New) wakes one of its waiters, and no other Subscriber's: a lock
+//     that records which processes wait wakes one waiter in the whole
+//     deployment. Waiter.Done tells the channel's last waiter that it is
+//     the last, so that it can give such a wake-up back to the publisher.
 //   - After the subscription is lost and made again (a reconnect, a slot
 //     migration), every waiter of the channel is woken: a message may have
 //     been published while nobody listened.

@@ -57,10 +57,13 @@ func forEachMode(t *testing.T, fresh bool, test func(t *testing.T, e *env)) {
 // newEnv returns a Subscriber on rc, a client of node, closed when t ends.
 func newEnv(t *testing.T, node *redistest.Node, sharded bool, rc rueidis.Client) *env {
 	e := &env{sharded: sharded, node: node, rc: rc, admin: node.Client(t)}
-	e.subs = New(e.rc, sharded, slog.New(slog.NewTextHandler(t.Output(), nil)))
+	e.subs = New(e.rc, sharded, slog.New(slog.NewTextHandler(t.Output(), nil)), envID)
 	t.Cleanup(func() { require.NoError(t, e.subs.Close()) })
 	return e
 }
+
+// envID names every test Subscriber in messages addressed to it.
+const envID = "subscriber-under-test"
 
 // channelName is a channel unique to the running test.
 func channelName(t *testing.T, suffix string) string {

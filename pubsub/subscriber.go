@@ -21,6 +21,7 @@ var ErrClosed = errors.New("pubsub: closed")
 // once the channel's last waiter has left. Close stops them all.
 type Subscriber struct {
 	rc      rueidis.Client
+	id      string // the tag of messages addressed to this Subscriber (Addressed)
 	sharded bool
 	logger  *slog.Logger
 	ctx     context.Context    // parent of every subscription; done once Close begins
@@ -36,14 +37,17 @@ type Subscriber struct {
 // sharded pub/sub (SSUBSCRIBE, SUNSUBSCRIBE), which a Redis Cluster needs so
 // that the subscription sits on the node owning the channel's slot, where
 // SPUBLISH delivers; otherwise it uses SUBSCRIBE. A nil logger discards.
-// rc stays the caller's: Close does not close it.
-func New(rc rueidis.Client, sharded bool, logger *slog.Logger) *Subscriber {
+// id names the Subscriber in messages addressed to it ("@<id>", see
+// Addressed); it holds no space, and "" is no name. rc stays the caller's:
+// Close does not close it.
+func New(rc rueidis.Client, sharded bool, logger *slog.Logger, id string) *Subscriber {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Subscriber{
 		rc:       rc,
+		id:       id,
 		sharded:  sharded,
 		logger:   logger,
 		ctx:      ctx,

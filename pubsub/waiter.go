@@ -70,9 +70,12 @@ func (w *Waiter) timeUp() {
 // A waiter that a message woke but that leaves without the lock (it was
 // cancelled, timed out, or failed) hands a wake-up on to the next waiter,
 // so that the unlock it was told of still reaches someone who wants the
-// lock. The last waiter of a channel unsubscribes from it. Calls after the
-// first, and calls after Subscriber.Close, do nothing.
-func (w *Waiter) Done(acquired bool) {
+// lock. The last waiter of a channel unsubscribes from it, and Done
+// reports true to it: a wake-up addressed to this Subscriber (Addressed)
+// that it did not use is nobody's here any more, and the publisher may
+// need to be told. Calls after the first, and calls after
+// Subscriber.Close, do nothing and report false.
+func (w *Waiter) Done(acquired bool) (last bool) {
 	if w.timer != nil {
 		w.timer.Stop()
 	}
@@ -80,9 +83,9 @@ func (w *Waiter) Done(acquired bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if w.left {
-		return
+		return false
 	}
-	w.c.leave(w, w.woken && !acquired)
+	return w.c.leave(w, w.woken && !acquired)
 }
 
 // markReady lets Subscribe return w: its channel's subscription is

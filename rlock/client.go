@@ -55,13 +55,14 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("rlock: %w", err)
 	}
 	cluster := rc.Mode() == rueidis.ClientModeCluster
+	id := uuid.NewString()
 	c := &Client{
 		rc:      rc,
 		cfg:     cfg,
-		id:      uuid.NewString(),
+		id:      id,
 		publish: "publish",
 		dog:     dog,
-		subs:    pubsub.New(rc, cluster, cfg.logger),
+		subs:    pubsub.New(rc, cluster, cfg.logger, id), // a release addresses a waiting Client by its id (lua/waiting.lua)
 		turns:   make(map[holdID]*turn),
 		closed:  make(chan struct{}),
 	}

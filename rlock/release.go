@@ -53,7 +53,7 @@ func (l *lock) unlockLevel(ctx context.Context, tr *releaseTrace) error {
 		l.settle(uctx, t)
 		return l.wrap(ErrNotHeld)
 	}
-	result, err := l.release(uctx, t, t.count-1)
+	result, err := l.release(uctx, t, t.count-1, false)
 	tr.record(t, result)
 	switch {
 	case err != nil:
@@ -70,9 +70,10 @@ func (l *lock) unlockLevel(ctx context.Context, tr *releaseTrace) error {
 // release sets the owner's hold count to target with one release request
 // in turn t, whose turn the caller has, within ctx, and records the outcome
 // in t: the count left, and the end of the hold when no level is left (a
-// loss when Redis says the owner held none).
-func (l *lock) release(ctx context.Context, t *turn, target int) (released, error) {
-	call := l.releaseCall(t.id.field, target)
+// loss when Redis says the owner held none). leaving says the owner's
+// Client stops waiting on the lock (see withdraw).
+func (l *lock) release(ctx context.Context, t *turn, target int, leaving bool) (released, error) {
+	call := l.releaseCall(t.id.field, target, leaving)
 	reply, _, _, err := l.c.exchange(ctx, t, l.kind.release, call, false)
 	if err != nil {
 		return 0, fmt.Errorf("rlock: release: %w", err)
@@ -105,9 +106,15 @@ func (l *lock) release(ctx context.Context, t *turn, target int) (released, erro
 // granted and cannot be kept, or what a call whose reply was lost may have
 // done. A failure is logged as about what; the lease then frees the level.
 func (l *lock) giveBack(ctx context.Context, t *turn, target int, what string) error {
+	return l.giveBackAs(ctx, t, target, false, what)
+}
+
+// giveBackAs is giveBack, for an owner whose Client stops waiting on the
+// lock when leaving is true (see withdraw).
+func (l *lock) giveBackAs(ctx context.Context, t *turn, target int, leaving bool, what string) error {
 	rctx, cancel := l.c.detached(ctx)
 	defer cancel()
-	_, err := l.release(rctx, t, target)
+	_, err := l.release(rctx, t, target, leaving)
 	if err != nil {
 		l.c.cfg.logger.Warn("rlock: could not give back "+what+"; its lease will free it", "key", l.keys.Value().Hash, "err", err)
 	}
@@ -128,7 +135,9 @@ func (l *lock) settle(ctx context.Context, t *turn) {
 
 // withdraw takes back what owner o's refused acquires left on l when o
 // stops waiting without the lock: a waiting mark or an admission (rw.lua),
-// a place in the queue or a lock handed over meanwhile (queue.lua). A
+// a place in the queue or a lock handed over meanwhile (queue.lua), its
+// Client's place among a Mutex's waiting Clients and a wake-up addressed
+// to it meanwhile (waiting.lua), which goes on to the next Client. A
 // release back to no level removes it, even when ctx is done; if it cannot
 // run (Close, Redis unreachable), its own lease ends it. When another call
 // of the owner holds the lock meanwhile, there is nothing to take back.
@@ -141,18 +150,20 @@ func (l *lock) withdraw(ctx context.Context, o *owner) {
 	}
 	defer l.c.give(t)
 	if t.count == 0 {
-		l.giveBack(wctx, t, 0, "a waiter's mark or place")
+		l.giveBackAs(wctx, t, 0, true, "a waiter's mark or place")
 	}
 }
 
 // releaseCall is the release script's call that sets owner field's count
-// to target.
-func (l *lock) releaseCall(field string, target int) scriptCall {
+// to target; leaving adds ARGV[7] '1': the owner's Client stops waiting
+// (release.lua).
+func (l *lock) releaseCall(field string, target int, leaving bool) scriptCall {
 	k := l.keys.Value()
-	return scriptCall{
-		keys: []string{k.Hash, k.Channel, k.Fence, k.Token, k.Queue},
-		args: []string{field, "", strconv.Itoa(max(target, 0)), l.c.publish, "", l.c.fenceMs},
+	args := []string{field, "", strconv.Itoa(max(target, 0)), l.c.publish, "", l.c.fenceMs}
+	if leaving {
+		args = append(args, "1")
 	}
+	return scriptCall{keys: []string{k.Hash, k.Channel, k.Fence, k.Token, k.Queue}, args: args}
 }
 
 // parseRelease reads the release script's reply: {outcome, count left}, or

@@ -23,8 +23,12 @@ func (l *lock) waitOnChannel(ctx context.Context, o *owner, wait, lease time.Dur
 	}
 	lctx, g, err := l.retry(ctx, w, o, deadline, lease, t)
 	// A wake-up this waiter was handed but did not turn into the lock goes
-	// on to the next waiter.
-	w.Done(g.acquired)
+	// on to the next waiter; when none is left in this Client, Redis takes
+	// the Client out of the waiting Clients, and a wake-up addressed to it
+	// meanwhile goes on to the next Client (lua/waiting.lua).
+	if w.Done(g.acquired) && !g.acquired {
+		l.withdraw(ctx, o)
+	}
 	return lctx, g, err
 }
 

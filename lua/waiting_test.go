@@ -1,0 +1,152 @@
+package lua_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlock/rlock/internal/keys"
+	"github.com/rlock/rlock/internal/redistest"
+	"github.com/rlock/rlock/lua"
+)
+
+// TestReleaseWakesOneClient: a refused acquire that waits records its
+// Client (the owner field's part before ':'), once, in the order the
+// Clients began to wait; the release that frees the lock addresses the
+// Client longest waiting ('@<clientID>'), and only it; a waiter that takes
+// the lock leaves the record; with nobody recorded, a marked lock's
+// release wakes every Client ('unlocked'). An owner that takes the lock
+// while Clients are recorded marks it, so that its release wakes them.
+func TestReleaseWakesOneClient(t *testing.T) {
+	node := redistest.Shared(t)
+	rc := node.Client(t)
+	k := lockKeys(t)
+	messages := listen(t, node, k.Channel)
+
+	require.Equal(t, lua.Granted, lua.Code(call{owner: "H:1", seq: 1, count: 1}.acquire(t, rc, k)[0]))
+	for _, c := range []call{
+		{owner: "A:1", seq: 1, count: 1, waiting: true},
+		{owner: "B:1", seq: 1, count: 1, waiting: true},
+		{owner: "A:2", seq: 2, count: 1, waiting: true}, // A is there: it keeps its place
+		{owner: "C:1", seq: 1, count: 1},                // C does not wait: not recorded
+	} {
+		require.Equal(t, lua.Refused, lua.Code(c.acquire(t, rc, k)[0]), "%s is refused", c.owner)
+	}
+	assert.Equal(t, []string{"A", "B"}, waitingClients(t, rc, k))
+
+	require.Equal(t, reply(lua.Freed, 0), call{owner: "H:1", seq: 2, count: 0}.release(t, rc, k))
+	assert.Equal(t, "@A", next(t, messages), "the Client longest waiting, alone")
+	assert.Equal(t, []string{"B"}, waitingClients(t, rc, k))
+
+	require.Equal(t, lua.Granted, lua.Code(call{owner: "A:1", seq: 3, count: 1, waiting: true}.acquire(t, rc, k)[0]))
+	require.Equal(t, reply(lua.Freed, 0), call{owner: "A:1", seq: 4, count: 0}.release(t, rc, k))
+	assert.Equal(t, "@B", next(t, messages))
+	assert.Empty(t, waitingClients(t, rc, k))
+
+	require.Equal(t, lua.Granted, lua.Code(call{owner: "B:1", seq: 2, count: 1, waiting: true}.acquire(t, rc, k)[0]))
+	require.Equal(t, reply(lua.Freed, 0), call{owner: "B:1", seq: 3, count: 0}.release(t, rc, k))
+	assert.Equal(t, "unlocked", next(t, messages), "a waiter held it, and nobody is recorded: every Client is told")
+
+	// An owner that does not wait takes the free lock while D is recorded:
+	// its release still wakes D.
+	require.Equal(t, lua.Granted, lua.Code(call{owner: "H:1", seq: 3, count: 1}.acquire(t, rc, k)[0]))
+	require.Equal(t, lua.Refused, lua.Code(call{owner: "D:1", seq: 1, count: 1, waiting: true}.acquire(t, rc, k)[0]))
+	require.Equal(t, reply(lua.Freed, 0), call{owner: "H:1", seq: 4, count: 0}.release(t, rc, k))
+	assert.Equal(t, "@D", next(t, messages))
+	require.Equal(t, lua.Granted, lua.Code(call{owner: "E:1", seq: 1, count: 1}.acquire(t, rc, k)[0]), "E takes the lock before D asks")
+	require.Equal(t, lua.Refused, lua.Code(call{owner: "D:1", seq: 2, count: 1, waiting: true}.acquire(t, rc, k)[0]))
+	require.Equal(t, reply(lua.Freed, 0), call{owner: "E:1", seq: 2, count: 0}.release(t, rc, k))
+	assert.Equal(t, "@D", next(t, messages), "D, refused again, is woken by E's release")
+	assertNoMessage(t, rc, k, messages)
+}
+
+// TestWithdrawPassesWakeOn: a Client whose last waiter gives up leaves the
+// record. If a release took it out to wake it and the lock is still free,
+// the wake-up goes on to the next Client recorded; if it was still
+// recorded, nobody is woken.
+func TestWithdrawPassesWakeOn(t *testing.T) {
+	node := redistest.Shared(t)
+	rc := node.Client(t)
+	k := lockKeys(t)
+	messages := listen(t, node, k.Channel)
+
+	require.Equal(t, lua.Granted, lua.Code(call{owner: "H:1", seq: 1, count: 1}.acquire(t, rc, k)[0]))
+	for _, o := range []string{"A:1", "B:1", "C:1"} {
+		require.Equal(t, lua.Refused, lua.Code(call{owner: o, seq: 1, count: 1, waiting: true}.acquire(t, rc, k)[0]))
+	}
+	require.Equal(t, reply(lua.NotHeld, 0), call{owner: "C:1", seq: 2, leaving: true}.release(t, rc, k), "C gives up while recorded")
+	assert.Equal(t, []string{"A", "B"}, waitingClients(t, rc, k))
+	assertNoMessage(t, rc, k, messages)
+
+	require.Equal(t, reply(lua.Freed, 0), call{owner: "H:1", seq: 2, count: 0}.release(t, rc, k))
+	assert.Equal(t, "@A", next(t, messages))
+	require.Equal(t, reply(lua.NotHeld, 0), call{owner: "A:1", seq: 2, leaving: true}.release(t, rc, k), "A gives up after its wake-up")
+	assert.Equal(t, "@B", next(t, messages), "A's wake-up goes on to B")
+	assert.Empty(t, waitingClients(t, rc, k))
+	assertNoMessage(t, rc, k, messages)
+}
+
+// waitingClients returns the Clients recorded as waiting on k's lock,
+// longest waiting first.
+func waitingClients(t *testing.T, rc rueidis.Client, k keys.Keys) []string {
+	t.Helper()
+	ids, err := rc.Do(t.Context(), rc.B().Zrange().Key(k.Queue).Min("0").Max("-1").Build()).AsStrSlice()
+	require.NoError(t, err)
+	return ids
+}
+
+// listen subscribes to channel on a client of its own and returns the
+// messages that reach it, once the subscription is confirmed. It
+// unsubscribes when t ends.
+func listen(t *testing.T, node *redistest.Node, channel string) <-chan string {
+	t.Helper()
+	sub := node.Client(t)
+	messages := make(chan string, 16)
+	subscribed := make(chan struct{})
+	done := make(chan error, 1)
+	ctx, cancel := context.WithCancel(rueidis.WithOnSubscriptionHook(context.Background(), func(s rueidis.PubSubSubscription) {
+		if s.Kind == "subscribe" {
+			close(subscribed)
+		}
+	}))
+	go func() {
+		done <- sub.Receive(ctx, sub.B().Subscribe().Channel(channel).Build(), func(m rueidis.PubSubMessage) {
+			messages <- m.Message
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	select {
+	case <-subscribed:
+	case <-time.After(redistest.Patience):
+		t.Fatal("the subscription was not confirmed")
+	}
+	return messages
+}
+
+// next returns the next message, failing t when none comes.
+func next(t *testing.T, messages <-chan string) string {
+	t.Helper()
+	select {
+	case m := <-messages:
+		return m
+	case <-time.After(redistest.Patience):
+		t.Fatal("no message")
+		return ""
+	}
+}
+
+// assertNoMessage checks that nothing was published on k's channel since
+// the last message read: a marker published now is the next to arrive, as
+// one subscription receives in the order Redis published.
+func assertNoMessage(t *testing.T, rc rueidis.Client, k keys.Keys, messages <-chan string) {
+	t.Helper()
+	require.NoError(t, rc.Do(t.Context(), rc.B().Publish().Channel(k.Channel).Message("marker").Build()).Error())
+	assert.Equal(t, "marker", next(t, messages), "no other message")
+}
