@@ -53,8 +53,17 @@ local seq, superseded = tonumber(ARGV[2]), tonumber(ARGV[5])
 local seqField = owner .. '#seq'
 
 -- Fast path: no lock, no fences and no waiting Client at all.
-if redis.call('exists', hash, fences, KEYS[4]) == 0 then
+local found = redis.call('exists', hash, fences, KEYS[4])
+if found == 0 then
     return take(ARGV[7] == '1')
+end
+-- A free lock, no fences, and Clients waiting: the lock is marked, so that
+-- its release wakes one of them; a waiter's Client leaves the record.
+if found == 1 and redis.call('exists', KEYS[4]) == 1 then
+    if ARGV[7] == '1' then
+        unrecordWaiting(KEYS[4], owner)
+    end
+    return take(true)
 end
 
 local htype, ftype = redis.call('type', hash).ok, redis.call('type', fences).ok

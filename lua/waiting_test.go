@@ -64,6 +64,27 @@ func TestReleaseWakesOneClient(t *testing.T) {
 	assertNoMessage(t, rc, k, messages)
 }
 
+// TestOwnerPassingByMarks: an owner that takes the free lock while Clients
+// are recorded as waiting (one was woken, and has not asked yet) marks
+// it, so that its release wakes the next Client.
+func TestOwnerPassingByMarks(t *testing.T) {
+	node := redistest.Shared(t)
+	rc := node.Client(t)
+	k := lockKeys(t)
+	messages := listen(t, node, k.Channel)
+
+	require.Equal(t, lua.Granted, lua.Code(call{owner: "H:1", seq: 1, count: 1}.acquire(t, rc, k)[0]))
+	for _, o := range []string{"A:1", "B:1"} {
+		require.Equal(t, lua.Refused, lua.Code(call{owner: o, seq: 1, count: 1, waiting: true}.acquire(t, rc, k)[0]))
+	}
+	require.Equal(t, reply(lua.Freed, 0), call{owner: "H:1", seq: 2, count: 0}.release(t, rc, k))
+	assert.Equal(t, "@A", next(t, messages))
+	require.Equal(t, lua.Granted, lua.Code(call{owner: "X:1", seq: 1, count: 1}.acquire(t, rc, k)[0]), "X passes A by")
+	require.Equal(t, reply(lua.Freed, 0), call{owner: "X:1", seq: 2, count: 0}.release(t, rc, k))
+	assert.Equal(t, "@B", next(t, messages), "X's release wakes the next Client")
+	assertNoMessage(t, rc, k, messages)
+}
+
 // TestWithdrawPassesWakeOn: a Client whose last waiter gives up leaves the
 // record. If a release took it out to wake it and the lock is still free,
 // the wake-up goes on to the next Client recorded; if it was still
