@@ -2,8 +2,11 @@ package pubsub
 
 import (
 	"context"
+	"strconv"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -64,5 +67,46 @@ func TestAddressedToSubscriber(t *testing.T) {
 		requireWoken(t, b, "the wake-up a did not use")
 		require.True(t, b.Done(false), "b is the channel's last waiter")
 		require.False(t, b.Done(false), "a second Done reports nothing")
+	})
+}
+
+// TestDeadlineSetsTime: "@<tag> next <ms>" wakes nobody at once and hands
+// no note: it brings the named waiters' wake-up forward to ms from its
+// arrival, whether they sleep (an armed WakeAfter) or are awake (their
+// next WakeAfter); others keep theirs.
+func TestDeadlineSetsTime(t *testing.T) {
+	forEachMode(t, false, func(t *testing.T, e *env) {
+		ch := channelName(t, "unlock")
+		a, err := e.subs.SubscribeAs(context.Background(), ch, "a")
+		require.NoError(t, err)
+		t.Cleanup(func() { a.Done(false) })
+		b, err := e.subs.SubscribeAs(context.Background(), ch, "b")
+		require.NoError(t, err)
+		t.Cleanup(func() { b.Done(false) })
+		a.WakeAfter(time.Hour)
+		b.WakeAfter(time.Hour)
+
+		later := quietFor.Milliseconds() + 200
+		e.publishMessage(t, ch, Addressed+"a "+Deadline+strconv.FormatInt(later, 10))
+		start := time.Now()
+		requireQuiet(t, a, b) // for quietFor: not at once
+		requireWoken(t, a, "a, by its deadline")
+		took := time.Since(start)
+		assert.GreaterOrEqual(t, took, quietFor, "a slept until its deadline")
+		_, noted := a.Note()
+		assert.False(t, noted, "a deadline is no note")
+		requireQuiet(t, b)
+
+		// a is awake: the deadline caps its next sleep. One subscription
+		// hands messages on in order: once the marker's waiter is woken,
+		// the deadline before it has been handled.
+		m, err := e.subs.SubscribeAs(context.Background(), ch, "marker")
+		require.NoError(t, err)
+		t.Cleanup(func() { m.Done(false) })
+		e.publishMessage(t, ch, Addressed+"a "+Deadline+"0")
+		e.publishMessage(t, ch, Addressed+"marker 1")
+		requireWoken(t, m, "the marker's waiter")
+		a.WakeAfter(time.Hour)
+		requireWoken(t, a, "a, by the deadline that came while it was awake")
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +29,14 @@ const WakeAll = "all"
 // publisher that knows which process waits longest wakes one waiter in the
 // whole deployment rather than one in every process.
 const Addressed = "@"
+
+// Deadline starts the note of an addressed message that sets a time rather
+// than wakes: "@<tag> next <ms>" wakes the waiters named tag no later than
+// ms from its arrival, and no sooner than they would have woken anyway
+// (WakeAfter). A fair lock's release tells the waiter after the new holder
+// so when that holder's lease ends: that waiter must ask then, in case the
+// holder died, and need not stir before.
+const Deadline = "next "
 
 // unsubscribeTimeout bounds the UNSUBSCRIBE that ends a subscription.
 // rueidis resends it over a broken connection, so without a bound an
@@ -130,10 +139,29 @@ func (c *channel) deliver(msg string) {
 		c.wakeOne()
 		return
 	}
+	if ms, ok := strings.CutPrefix(note, Deadline); ok {
+		c.deadline(tag, ms)
+		return
+	}
 	for _, w := range c.waiters {
 		if w.subscribed && w.tag == tag {
 			w.note = note
 			w.nudge()
+		}
+	}
+}
+
+// deadline brings the wake-up of the ready waiters named tag forward to ms
+// from now (see Deadline); a malformed ms is ignored. The caller holds s.mu.
+func (c *channel) deadline(tag, ms string) {
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil || n < 0 {
+		return
+	}
+	by := time.Now().Add(time.Duration(min(n, int64(maxWait/time.Millisecond))) * time.Millisecond)
+	for _, w := range c.waiters {
+		if w.subscribed && w.tag == tag {
+			w.wakeBy(by)
 		}
 	}
 }

@@ -9,11 +9,13 @@ type Waiter struct {
 	wake  chan struct{} // capacity 1: a pending wake-up; closed by Subscriber.Close
 	ready chan struct{} // closed when Subscribe may return; nil for a waiter ready at once
 	err   error         // why Subscribe fails; written before ready is closed
-	timer *time.Timer   // WakeAfter's; used by the waiter's own goroutine only
 	tag   string        // the name addressed messages use; "" for none
 
 	// Guarded by c.s.mu.
-	note string // the latest addressed message's note not yet taken
+	note  string      // the latest addressed message's note not yet taken
+	timer *time.Timer // WakeAfter's
+	due   time.Time   // when timer wakes the waiter; zero when it is not armed
+	by    time.Time   // the earliest Deadline not yet passed: caps the next WakeAfter
 
 	subscribed bool // a confirmed subscription made it ready
 	woken      bool // a message's wake-up was handed to it
@@ -44,16 +46,46 @@ func (w *Waiter) Wake() <-chan struct{} {
 	return w.wake
 }
 
+// maxWait caps a timer, far beyond any lease: time.Time arithmetic
+// saturates, but a timer's duration must stay positive.
+const maxWait = 100 * 365 * 24 * time.Hour
+
 // WakeAfter arranges a wake-up on Wake after d, in place of any arranged
 // before, for a waiter that must check the lock again by a time (when the
-// holder's lease runs out: an expiry publishes nothing). Call it from the
-// waiter's own goroutine.
+// holder's lease runs out: an expiry publishes nothing); sooner if a
+// Deadline addressed to the waiter since its last wake-up asks for it.
 func (w *Waiter) WakeAfter(d time.Duration) {
+	s := w.c.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	due := time.Now().Add(min(d, maxWait))
+	if !w.by.IsZero() && w.by.Before(due) {
+		due = w.by
+	}
+	w.by = time.Time{}
+	w.arm(due)
+}
+
+// wakeBy brings the waiter's wake-up forward to by: the armed timer, and
+// the next WakeAfter until by has passed, so that a waiter that was awake
+// when the Deadline came still sleeps no longer. The caller holds s.mu.
+func (w *Waiter) wakeBy(by time.Time) {
+	if w.by.IsZero() || by.Before(w.by) {
+		w.by = by
+	}
+	if !w.due.IsZero() && by.Before(w.due) {
+		w.arm(by)
+	}
+}
+
+// arm sets the waiter's timer to wake it at due. The caller holds s.mu.
+func (w *Waiter) arm(due time.Time) {
+	w.due = due
 	if w.timer == nil {
-		w.timer = time.AfterFunc(d, w.timeUp)
+		w.timer = time.AfterFunc(time.Until(due), w.timeUp)
 		return
 	}
-	w.timer.Reset(d)
+	w.timer.Reset(time.Until(due))
 }
 
 // timeUp is WakeAfter's wake-up, unless the waiter has left meanwhile.
@@ -61,6 +93,10 @@ func (w *Waiter) timeUp() {
 	s := w.c.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	w.due = time.Time{}
+	if !w.by.After(time.Now()) {
+		w.by = time.Time{}
+	}
 	if !w.left {
 		w.nudge()
 	}
@@ -76,12 +112,13 @@ func (w *Waiter) timeUp() {
 // need to be told. Calls after the first, and calls after
 // Subscriber.Close, do nothing and report false.
 func (w *Waiter) Done(acquired bool) (last bool) {
-	if w.timer != nil {
-		w.timer.Stop()
-	}
 	s := w.c.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if w.timer != nil {
+		w.timer.Stop()
+		w.due = time.Time{}
+	}
 	if w.left {
 		return false
 	}

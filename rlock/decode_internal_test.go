@@ -39,27 +39,6 @@ func TestParseHandOver(t *testing.T) {
 	}
 }
 
-func TestParseNext(t *testing.T) {
-	for _, tc := range []struct {
-		note string
-		d    time.Duration
-		ok   bool
-	}{
-		{"next 250", 250 * time.Millisecond, true},
-		{"next 0", 0, true},
-		{"next x", 0, false},
-		{"12 34", 0, false},
-		{"next", 0, false},
-		{"next 9223372036854775807", 1<<63 - 1, true}, // saturates, as fromMillis does
-	} {
-		d, ok := parseNext(tc.note)
-		assert.Equal(t, tc.ok, ok, "parseNext(%q) ok", tc.note)
-		if tc.ok {
-			assert.Equal(t, tc.d, d, "parseNext(%q)", tc.note)
-		}
-	}
-}
-
 func TestNextCheck(t *testing.T) {
 	lease := 30 * time.Second
 	assert.Equal(t, lease, nextCheck(-time.Millisecond, lease), "a key without expiry: one lease, a wake-up ends it sooner")

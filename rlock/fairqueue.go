@@ -19,7 +19,8 @@ import (
 // sleeps until the lock is handed over to it (adopt), its wait ends, a
 // resubscription or ForceUnlock wakes it, or the holder's lease would run
 // out, and then asks again. When the waiter just ahead of it is handed the
-// lock, it is told that lease, and sleeps until it would run out. A wait
+// lock, it is told that lease (pubsub.Deadline), without being woken, and
+// asks again when it would run out at the latest. A wait
 // that ends without the lock leaves the queue, handing on a lock it was
 // handed meanwhile.
 func (l *lock) waitInQueue(ctx context.Context, o *owner, wait, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
@@ -61,32 +62,23 @@ type place struct {
 // wait is waitInQueue's loop; deadline (zero: none) ends it without the lock.
 func (q *place) wait(ctx context.Context, w *pubsub.Waiter, deadline time.Time, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
 	for {
-		var pause time.Duration
-		note, noted := w.Note()
-		if d, ok := parseNext(note); noted && ok {
-			// The lock went to the waiter just ahead: if that one died, the
-			// lock expires after d, and this waiter must ask for it then.
-			pause = d
-		} else {
-			if noted {
-				lctx, g, err := q.adopt(ctx, note, lease)
-				if err != nil || g.acquired {
-					return lctx, g, err
-				}
-			}
-			q.floor, q.asked = q.l.c.seq.Load(), true
-			sent := time.Now()
-			lctx, g, err := q.l.attempt(ctx, q.id, lease, true)
-			t.attempts++
+		if note, noted := w.Note(); noted {
+			lctx, g, err := q.adopt(ctx, note, lease)
 			if err != nil || g.acquired {
 				return lctx, g, err
 			}
-			if err := q.queued(sent); err != nil {
-				return ctx, grant{}, err
-			}
-			pause = nextCheck(g.pttl, q.l.c.cfg.lease)
 		}
-		pause, ok := capPause(deadline, pause)
+		q.floor, q.asked = q.l.c.seq.Load(), true
+		sent := time.Now()
+		lctx, g, err := q.l.attempt(ctx, q.id, lease, true)
+		t.attempts++
+		if err != nil || g.acquired {
+			return lctx, g, err
+		}
+		if err := q.queued(sent); err != nil {
+			return ctx, grant{}, err
+		}
+		pause, ok := capPause(deadline, nextCheck(g.pttl, q.l.c.cfg.lease))
 		if !ok {
 			return ctx, grant{}, nil
 		}
@@ -191,17 +183,6 @@ func (q *place) adopt(ctx context.Context, note string, lease time.Duration) (co
 		return ctx, grant{}, fmt.Errorf("rlock: acquire: %w", err)
 	}
 	return lctx, g, nil
-}
-
-// parseNext reads the note that tells the waiter after a new holder how
-// long that holder's lease is: "next <ms>".
-func parseNext(note string) (time.Duration, bool) {
-	ms, ok := strings.CutPrefix(note, "next ")
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(ms, 10, 64)
-	return fromMillis(n), err == nil
 }
 
 // parseHandOver reads a hand-over note, "<seq> <token>".
