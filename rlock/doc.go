@@ -171,7 +171,11 @@
 // A waiter does not poll. It subscribes to the lock's unlock channel, tries
 // the lock, and sleeps until an Unlock wakes it, or until the holder's lease
 // would run out (an expiring lock publishes nothing). One Unlock wakes one
-// waiter of the Client, longest waiting first.
+// waiter in the whole deployment: Redis records which Clients wait, and
+// the Unlock wakes the longest-waiting waiter of the Client that has
+// waited longest. (A Client closed, or whose process died, while it waited
+// swallows that wake-up; the next waiter then asks when the lease it was
+// told of runs out.)
 //
 // # RWMutex
 //
