@@ -20,4 +20,8 @@ type kind struct {
 	// suffix ends the owner's hash field: two kinds of hold on one lock
 	// (read and write) are two fields, two turns and two holds.
 	suffix string
+	// recordsWaiting says the scripts record which Clients wait, so that a
+	// release wakes one of them (lua/waiting.lua): a Client whose last
+	// waiter gives up must withdraw (waitOnChannel).
+	recordsWaiting bool
 }

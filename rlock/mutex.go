@@ -27,9 +27,10 @@ type Mutex struct {
 
 // mutexKind is Mutex's: one reentrant owner at a time.
 var mutexKind = &kind{
-	name:    "mutex",
-	acquire: lua.Acquire,
-	release: lua.Release,
+	name:           "mutex",
+	acquire:        lua.Acquire,
+	release:        lua.Release,
+	recordsWaiting: true,
 }
 
 // engine returns m's lock engine, nilLock for a nil handle: the engine's

@@ -26,7 +26,7 @@ func (l *lock) waitOnChannel(ctx context.Context, o *owner, wait, lease time.Dur
 	// on to the next waiter; when none is left in this Client, Redis takes
 	// the Client out of the waiting Clients, and a wake-up addressed to it
 	// meanwhile goes on to the next Client (lua/waiting.lua).
-	if w.Done(g.acquired) && !g.acquired {
+	if w.Done(g.acquired) && !g.acquired && l.kind.recordsWaiting {
 		l.withdraw(ctx, o)
 	}
 	return lctx, g, err
