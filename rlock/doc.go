@@ -262,12 +262,17 @@
 //	FencingToken    yes    yes        yes          -  (4)        -  (1)          -  (3)
 //	Inspect         yes    yes        yes          yes           yes             -  (3)
 //	Name            yes    yes        yes          yes           yes             -  (3)
+//	Do              yes    yes        yes (5)      -  (4)        -  (1)          -  (3)
 //
 // (1) A latch is not held: it has TrySetCount, CountDown, Count and Await.
 // (2) RWMutex also has IsWriteLocked and ReadHolders. (3) A MultiLock is
 // its parts: it has no name or state of its own; ask each Mutex. (4) A
 // permit is one of many, not a lock: it has no fencing token, and each
-// permit's lease is its own (Inspect shows them). Counts are int
+// permit's lease is its own (Inspect shows them); a permit excludes
+// nobody, so it guards no write (Do). A Semaphore's permits may also
+// travel: AcquirePermit, TryAcquirePermit, ExtendPermit, ReleasePermit.
+// (5) Under the write hold; under a read hold alone, read-only commands.
+// Counts are int
 // everywhere; a fencing token is an int64. Every bad argument, options
 // included, matches ErrInvalidArgument.
 //
