@@ -73,9 +73,6 @@ func TestWaitingVerbsGiveUp(t *testing.T) {
 	for _, v := range waitingVerbs {
 		for _, how := range []string{"cancel", "close"} {
 			t.Run(v.name+"/"+how, func(t *testing.T) {
-				if v.name == "FairMutex.LockFor" && how == "close" {
-					t.Skip("known gap: a fair waiter that Close wakes leaves its queue place until the place's lease ends")
-				}
 				name := redistest.LockName(t)
 				hctx, err := v.block(holder, name, t.Context())
 				require.NoError(t, err)
