@@ -50,8 +50,7 @@ func keysOf(kind Kind, prefix, name string) keys.Keys {
 // LockState is a snapshot of one lock in Redis, of any kind, for
 // operators: who holds it, how often, for how long, with which fencing
 // token, who waits, and what a semaphore or latch counts. It is read in one
-// script call, so its parts agree with each other (Subscribers apart, read
-// just after). It is a diagnostic, not a synchronisation primitive: the
+// script call, so its parts agree with each other. It is a diagnostic, not a synchronisation primitive: the
 // lock may change the moment after it was read, so never decide from it
 // whether to take, release or use a lock.
 type LockState struct {
@@ -155,9 +154,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (LockState, error) {
 		return LockState{}, r.wrap(err)
 	}
 	i := max(slices.Index(there, true), 0)
-	if err := c.complete(ctx, &states[i], name, ks[i]); err != nil {
-		return LockState{}, r.wrap(err)
-	}
+	c.named(&states[i], name, ks[i].Hash)
 	return states[i], nil
 }
 
@@ -186,20 +183,24 @@ func (c *Client) inspectOne(ctx context.Context, kind Kind, name string, k keys.
 	if err != nil {
 		return LockState{}, false, err
 	}
-	if err := c.complete(ctx, &states[0], name, k); err != nil {
-		return LockState{}, false, err
-	}
+	c.named(&states[0], name, k.Hash)
 	return states[0], there[0], nil
 }
 
-// read reads the locks of kinds, whose keys are ks (all in one slot), in
-// one inspect.lua call, and reports which of them are there.
+// read reads the locks of kinds, whose keys are ks (all in one slot), and
+// the subscriptions to their channels, in one inspect.lua call, and reports
+// which of them are there.
 func (c *Client) read(ctx context.Context, kinds []Kind, ks []keys.Keys) ([]LockState, []bool, error) {
-	args := make([]string, 0, 3*len(ks))
-	for _, k := range ks {
-		args = append(args, k.Hash, k.Token, k.Queue)
+	names, args := make([]string, 0, 3*len(ks)), make([]string, 1, 1+len(ks))
+	args[0] = "numsub"
+	if c.publish == "spublish" {
+		args[0] = "shardnumsub"
 	}
-	snap, err := lua.Inspect.Exec(ctx, c.rc, args, nil).ToArray()
+	for _, k := range ks {
+		names = append(names, k.Hash, k.Token, k.Queue)
+		args = append(args, k.Channel)
+	}
+	snap, err := lua.Inspect.Exec(ctx, c.rc, names, args).ToArray()
 	if err != nil {
 		return nil, nil, fmt.Errorf("rlock: inspect: %w", err)
 	}
@@ -220,29 +221,20 @@ func (c *Client) read(ctx context.Context, kinds []Kind, ks []keys.Keys) ([]Lock
 	return states, there, nil
 }
 
-// complete names st, the lock called name whose keys are k, and counts the
-// subscriptions to its channel.
-func (c *Client) complete(ctx context.Context, st *LockState, name string, k keys.Keys) error {
-	numsub := c.rc.B().PubsubNumsub().Channel(k.Channel).Build()
-	if c.publish == "spublish" {
-		numsub = c.rc.B().PubsubShardnumsub().Channel(k.Channel).Build()
-	}
-	subs, err := c.rc.Do(ctx, numsub).AsIntMap()
-	if err != nil {
-		return fmt.Errorf("rlock: inspect subscribers: %w", err)
-	}
-	st.Name, st.Subscribers = name, int(subs[k.Channel])
-	if group, _, ok := keys.ParseGrouped(c.prefix(), k.Hash); ok {
+// named names st, the lock called name whose hash is key: a grouped lock's
+// hash says its group.
+func (c *Client) named(st *LockState, name, key string) {
+	st.Name = name
+	if group, _, ok := keys.ParseGrouped(c.prefix(), key); ok {
 		st.Group = group
 	}
-	return nil
 }
 
 // lockState reads one lock's part of inspect.lua's reply as a lock of
 // kind, and whether the lock is there.
 func (c *Client) lockState(kind Kind, now int64, m rueidis.RedisMessage) (LockState, bool, error) {
 	part, err := m.ToArray()
-	if err != nil || len(part) != 5 {
+	if err != nil || len(part) != 6 {
 		return LockState{}, false, fmt.Errorf("rlock: unexpected inspect reply %v (%v)", m, err)
 	}
 	st := LockState{Kind: kind}
@@ -268,6 +260,11 @@ func (c *Client) lockState(kind Kind, now int64, m rueidis.RedisMessage) (LockSt
 	if err != nil {
 		return LockState{}, false, fmt.Errorf("rlock: inspect queue: %w", err)
 	}
+	subs, err := part[5].AsInt64()
+	if err != nil {
+		return LockState{}, false, fmt.Errorf("rlock: inspect subscribers: %w", err)
+	}
+	st.Subscribers = int(subs)
 	st.Holders, st.Marks = c.holders(fields, now)
 	there := st.Type != "none" || len(queue) > 0
 	switch kind {

@@ -17,11 +17,12 @@ import (
 // each case under a key prefix of its own.
 func TestLocks(t *testing.T) {
 	cases := map[string]func(t *testing.T, s redistest.Setup){
-		"EveryKind":         testLocksEveryKind,
-		"Match":             testLocksMatch,
-		"EarlyBreak":        testLocksEarlyBreak,
-		"PrefixesApart":     testLocksPrefixesApart,
-		"CloseWhileWalking": testLocksCloseWhileWalking,
+		"EveryKind":          testLocksEveryKind,
+		"Match":              testLocksMatch,
+		"EarlyBreak":         testLocksEarlyBreak,
+		"PrefixesApart":      testLocksPrefixesApart,
+		"CloseWhileWalking":  testLocksCloseWhileWalking,
+		"CancelWhileWalking": testLocksCancelWhileWalking,
 	}
 	redistest.ForEachSetup(t, func(t *testing.T, s redistest.Setup) {
 		for name, tc := range cases {
@@ -233,6 +234,32 @@ func testLocksCloseWhileWalking(t *testing.T, s redistest.Setup) {
 	assert.Equal(t, 1, states, "no lock after Close")
 	require.Len(t, errs, 1, "one error, then the walk ends")
 	assert.ErrorIs(t, errs[0], rlock.ErrClosed)
+}
+
+// testLocksCancelWhileWalking: ctx cancelled between two locks of a walk
+// ends it with the context's error; the Client walks on with another.
+func testLocksCancelWhileWalking(t *testing.T, s redistest.Setup) {
+	c, _ := prefixed(t, s)
+	for i := range 10 {
+		_, err := c.Mutex(fmt.Sprint(i)).Lock(t.Context())
+		require.NoError(t, err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var states int
+	var errs []error
+	for _, err := range c.Locks(ctx, "") {
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		states++
+		cancel()
+	}
+	assert.Equal(t, 1, states, "no lock after the cancel")
+	require.Len(t, errs, 1, "one error, then the walk ends")
+	assert.ErrorIs(t, errs[0], context.Canceled)
+	assert.Len(t, locks(t, c, ""), 10, "a walk with a live context sees them all")
 }
 
 func TestLocksBadInput(t *testing.T) {
