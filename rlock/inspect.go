@@ -50,9 +50,9 @@ func keysOf(kind Kind, prefix, name string) keys.Keys {
 // LockState is a snapshot of one lock in Redis, of any kind, for
 // operators: who holds it, how often, for how long, with which fencing
 // token, who waits, and what a semaphore or latch counts. It is read in one
-// script call, so its parts agree with each other. It is a diagnostic, not a synchronisation primitive: the
-// lock may change the moment after it was read, so never decide from it
-// whether to take, release or use a lock.
+// script call, so its parts agree with each other. It is a diagnostic, not
+// a synchronisation primitive: the lock may change the moment after it was
+// read, so never decide from it whether to take, release or use a lock.
 type LockState struct {
 	Name string
 	// Group is the group of a lock from GroupedMutex; "" for any other.
@@ -136,10 +136,11 @@ type Waiter struct {
 // name may be used by several kinds at once: Inspect returns the first
 // that is there, in the order Mutex, RWMutex, FairMutex, Semaphore,
 // CountDownLatch, all read in one script call; a free Mutex's when none
-// is. A lock is there while its hash is (it is held, or a latch counts), a
-// fair lock's queue or a semaphore's permits. To see every kind of one
-// name, call each handle's Inspect, or range over Locks. It is a
-// diagnostic for operators, not a synchronisation primitive.
+// is. A lock is there while its hash is (it is held, a latch counts or
+// reached 0 a moment ago), a fair lock's queue or a semaphore's permits.
+// To see every kind of one name, call each handle's Inspect, or range over
+// Locks. It is a diagnostic for operators, not a synchronisation
+// primitive.
 func (c *Client) Inspect(ctx context.Context, name string) (LockState, error) {
 	r := newResource(c, name, keys.CheckName(name), keys.New(c.prefix(), name))
 	if err := r.check(ctx); err != nil {

@@ -24,12 +24,13 @@ const scanCount = 100
 //
 // It walks with SCAN (COUNT 100, never KEYS, so Redis is never blocked for
 // long) on the one Redis of a standalone or Sentinel deployment, and on
-// every master of a Cluster. A lock is there while its hash is (it is held,
-// a latch counts), a fair lock's queue or a semaphore's permits; a free
-// lock that left only its fencing counter is not yielded. Grouped locks
+// every master of a Cluster, and reads each lock it finds with one script
+// call (Inspect's). A lock is there while its hash is (it is held, a latch
+// counts), a fair lock's queue or a semaphore's permits; a free lock that
+// left only its fencing counter is not yielded. Grouped locks
 // (GroupedMutex) are yielded with their Group. Locks made, or gone, while
 // the walk runs may be yielded or not, as SCAN promises; each is yielded
-// at most once.
+// at most once (the walk remembers the key of each lock it met).
 //
 // Names are encoded in the keys, so match is applied after decoding each
 // key, in the Client: Redis's MATCH only narrows the walk to the prefix.
