@@ -142,6 +142,7 @@ func TestInspectKinds(t *testing.T) {
 		"Latch":          testInspectLatch,
 		"KindsOfOneName": testInspectKindsOfOneName,
 		"Grouped":        testInspectGrouped,
+		"Permit":         testInspectPermit,
 	}
 	redistest.ForEachSetup(t, func(t *testing.T, s redistest.Setup) {
 		for name, tc := range cases {
@@ -326,6 +327,32 @@ func testInspectSemaphore(t *testing.T, s redistest.Setup) {
 	require.NoError(t, sem.Release(ctx))
 	require.NoError(t, sem.Release(ctx))
 	require.NoError(t, receive(t, waited, "the waiter"))
+	st, err = sem.Inspect(t.Context())
+	require.NoError(t, err)
+	assert.Empty(t, st.Holders)
+	assert.Equal(t, 2, st.Available)
+}
+
+// testInspectPermit: a travelling permit is a holder of its own, on no
+// Client, with its lease.
+func testInspectPermit(t *testing.T, s redistest.Setup) {
+	name := redistest.LockName(t)
+	c := newRlock(t, s.Client(t))
+	sem := c.Semaphore(name)
+	_, err := sem.TrySetPermits(t.Context(), 2)
+	require.NoError(t, err)
+	id, err := sem.AcquirePermit(t.Context(), 5*time.Second)
+	require.NoError(t, err)
+	st, err := sem.Inspect(t.Context())
+	require.NoError(t, err)
+	require.Len(t, st.Holders, 1)
+	h := st.Holders[0]
+	assert.Equal(t, "permit:"+id, h.Field)
+	assert.False(t, h.Local, "a travelling permit is no Client's")
+	assert.Equal(t, int64(1), h.Count)
+	assertLeased(t, h.Lease, 5*time.Second, "the permit's lease")
+	assert.Equal(t, 1, st.Available)
+	require.NoError(t, sem.ReleasePermit(t.Context(), id))
 	st, err = sem.Inspect(t.Context())
 	require.NoError(t, err)
 	assert.Empty(t, st.Holders)
