@@ -324,10 +324,12 @@
 // allocated. Hooks that also implement DoHooks see every Do (guarded
 // writes): its outcome, its commands, the hold's token.
 //
-// Client.Inspect and Mutex.Inspect read a lock's state in Redis for
-// operators: holders and their counts, leases, the last fencing token, the
-// subscriptions waiting on it. They are diagnostics, not synchronisation:
-// never decide from them whether a lock may be taken or used.
+// Client.Inspect and each primitive's Inspect read a lock's state in Redis
+// for operators: its kind, holders and their counts, leases and tokens,
+// waiters, permits or count, the subscriptions waiting on it; Client.Locks
+// walks every lock of a deployment (SCAN, on every Cluster master). They
+// are diagnostics, not synchronisation: never decide from them whether a
+// lock may be taken or used.
 //
 // # Errors
 //
@@ -395,8 +397,9 @@
 // of calls), errors.go (the sentinels and every cause a hold ends with).
 // The primitives: mutex.go, group.go, rwmutex.go, rwmutex_state.go,
 // fairmutex.go with fairqueue.go, semaphore.go with permit.go, latch.go,
-// multilock.go with multihold.go; inspect.go reads a lock for operators;
-// do.go runs a holder's commands under the ownership check (lua/do.lua).
+// multilock.go with multihold.go; inspect.go reads a lock for operators,
+// locks.go walks them all; do.go runs a holder's commands under the
+// ownership check (lua/do.lua).
 //
 // How a Lock travels (uncontended). acquire.go is the spine, its functions
 // in the order they run; each other file is entered once, at its step:
