@@ -262,7 +262,7 @@
 //	FencingToken    yes    yes        yes          -  (4)        -  (1)          -  (3)
 //	Inspect         yes    yes        yes          yes           yes             -  (3)
 //	Name            yes    yes        yes          yes           yes             -  (3)
-//	Do              yes    yes        yes (5)      -  (4)        -  (1)          -  (3)
+//	Do, Key         yes    yes        yes (5)      -  (4)        -  (1)          -  (3)
 //
 // (1) A latch is not held: it has TrySetCount, CountDown, Count and Await.
 // (2) RWMutex also has IsWriteLocked and ReadHolders. (3) A MultiLock is

@@ -110,7 +110,7 @@ type Holder struct {
 	Local bool
 	// Count is the hold count: 1, plus one per re-entry; a Semaphore
 	// holder's permits.
-	Count int64
+	Count int
 	// Lease is what is left of the hold's own lease (F#exp) for a hold
 	// that has one beside the key's (RWMutex, Semaphore); 0 for one that
 	// has none.
@@ -273,7 +273,7 @@ func (c *Client) lockState(kind Kind, now int64, m rueidis.RedisMessage) (LockSt
 		st.Permits, _ = strconv.Atoi(counter)
 		st.Available = st.Permits
 		for _, h := range st.Holders {
-			st.Available -= int(h.Count)
+			st.Available -= h.Count
 		}
 		there = there || cerr == nil
 	case KindLatch:
@@ -304,7 +304,7 @@ func (c *Client) holders(fields map[string]string, now int64) ([]Holder, map[str
 	for f, v := range fields {
 		_, seq := fields[f+"#seq"]
 		exp, own := fields[f+"#exp"]
-		n, err := strconv.ParseInt(v, 10, 64)
+		n, err := strconv.Atoi(v)
 		if err != nil || !(seq || own) {
 			continue
 		}

@@ -50,7 +50,7 @@ func TestInspectMutex(t *testing.T) {
 	require.Len(t, st.Holders, 1)
 	h := st.Holders[0]
 	assert.True(t, h.Local, "held through this Client")
-	assert.Equal(t, int64(2), h.Count, "held twice")
+	assert.Equal(t, 2, h.Count, "held twice")
 	assert.Equal(t, token, h.Token, "the holder's token")
 	assert.Zero(t, h.Lease, "a Mutex hold has no lease of its own")
 	assert.Equal(t, token, st.FencingToken)
@@ -93,7 +93,7 @@ func TestInspectSharedHolds(t *testing.T) {
 	require.Len(t, st.Holders, 2)
 	a, b := st.Holders[0], st.Holders[1]
 	assert.Equal(t, "a:1:r", a.Field)
-	assert.Equal(t, int64(2), a.Count)
+	assert.Equal(t, 2, a.Count)
 	assert.False(t, a.Local)
 	assert.Greater(t, a.Lease, 3*time.Second, "own lease measured on Redis's clock")
 	assert.LessOrEqual(t, a.Lease, 6*time.Second)
@@ -195,7 +195,7 @@ func testInspectFair(t *testing.T, s redistest.Setup) {
 	assert.Equal(t, "hash", st.Type)
 	require.Len(t, st.Holders, 1)
 	assert.True(t, st.Holders[0].Local)
-	assert.Equal(t, int64(1), st.Holders[0].Count)
+	assert.Equal(t, 1, st.Holders[0].Count)
 	assert.Equal(t, token, st.Holders[0].Token)
 	assert.Equal(t, token, st.FencingToken)
 	assertLeased(t, st.Lease, rlock.DefaultLeaseTime, "the holder's lease")
@@ -253,7 +253,7 @@ func testInspectRW(t *testing.T, s redistest.Setup) {
 	local := 0
 	for _, h := range st.Holders {
 		assert.True(t, strings.HasSuffix(h.Field, ":r"), "%s is a read hold", h.Field)
-		assert.Equal(t, int64(1), h.Count)
+		assert.Equal(t, 1, h.Count)
 		assert.Equal(t, readToken, h.Token, "a reader's token is the latest write's")
 		assertLeased(t, h.Lease, rlock.DefaultLeaseTime, "a read hold's own lease")
 		if h.Local {
@@ -316,7 +316,7 @@ func testInspectSemaphore(t *testing.T, s redistest.Setup) {
 	require.Len(t, st.Holders, 1)
 	h := st.Holders[0]
 	assert.True(t, h.Local)
-	assert.Equal(t, int64(2), h.Count, "two permits on one context")
+	assert.Equal(t, 2, h.Count, "two permits on one context")
 	assert.Zero(t, h.Token, "permits have no fencing token")
 	assertLeased(t, h.Lease, rlock.DefaultLeaseTime, "a permit's own lease")
 	assert.Equal(t, 2, st.Permits)
@@ -349,7 +349,7 @@ func testInspectPermit(t *testing.T, s redistest.Setup) {
 	h := st.Holders[0]
 	assert.Equal(t, "permit:"+id, h.Field)
 	assert.False(t, h.Local, "a travelling permit is no Client's")
-	assert.Equal(t, int64(1), h.Count)
+	assert.Equal(t, 1, h.Count)
 	assertLeased(t, h.Lease, 5*time.Second, "the permit's lease")
 	assert.Equal(t, 1, st.Available)
 	require.NoError(t, sem.ReleasePermit(t.Context(), id))
