@@ -245,7 +245,6 @@ func TestEveryVerb(t *testing.T) {
 			assert.NoError(t, v.call(c, name, hctx), "the holder's call")
 
 			tokenless := v.name == "FencingToken" // it has no error to return
-			//lint:ignore SA1012 a nil context is the bad input under test
 			if err := v.call(c, name, nil); !tokenless {
 				assert.ErrorIs(t, err, rlock.ErrNilContext, "a nil context")
 			} else {
