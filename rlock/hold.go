@@ -10,15 +10,9 @@ import (
 	"github.com/rlock/rlock/watchdog"
 )
 
-// holdKey is the context key under which a lock context carries its hold.
-type holdKey struct {
-	c  *Client
-	id holdID
-}
-
 // hold is what this process knows of one owner's hold on one lock: its
 // fencing token, its lease, the local deadline by which a renewal must have
-// been confirmed, and the context that ends when it may no longer be held.
+// been confirmed, and the lifetime that ends when it may no longer be held.
 //
 // The count of re-entries lives in the owner's turn; a hold exists from the
 // first acquire until the final Unlock, a loss, or Client.Close.
@@ -29,33 +23,64 @@ type hold struct {
 	ref   LockRef   // names the lock to the hooks
 	since time.Time // when the hold began
 
-	life *lifetime // done when the hold ends; its cause says why
+	life lifetime // ends when the hold ends; its cause says why
 
 	mu       sync.Mutex
 	ended    bool
-	deadline time.Time       // the local deadline: no other owner can take the lock before it
-	watched  *watchdog.Entry // non-nil while the watchdog renews this hold
-	expiry   *time.Timer     // fires at the local deadline
+	watched  bool           // the watchdog renews this hold (entry is added)
+	deadline time.Time      // the local deadline: no other owner can take the lock before it
+	expiry   *time.Timer    // fires at the local deadline
+	entry    watchdog.Entry // the hold's renewals, once watched
 }
 
 // newHold returns owner id's new hold on l, whose first level was granted
 // with token.
 func newHold(l *lock, id holdID, token int64) *hold {
-	h := &hold{c: l.c, id: id, token: token, ref: l.ref(), since: time.Now(), life: newLifetime()}
+	h := &hold{c: l.c, id: id, token: token, ref: l.ref(), since: time.Now()}
 	h.hookStart()
 	return h
+}
+
+// holdCtx is a lock context's carrier of its hold: the context a lock
+// context is cancelled from (see bind), answering boundKey with itself so
+// that carried holds are found without a key to allocate per lookup.
+type holdCtx struct {
+	context.Context
+	h *hold
+}
+
+// boundKey is the context key under which the nearest holdCtx answers.
+type boundKey struct{}
+
+func (c *holdCtx) Value(key any) any {
+	if key == (boundKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
+// carriedHold returns the hold of id in Client c that ctx carries, ended or
+// not, or nil: the nearest of the holds bound into ctx that is it.
+func carriedHold(ctx context.Context, c *Client, id holdID) *hold {
+	for v := ctx.Value(boundKey{}); v != nil; {
+		hc := v.(*holdCtx)
+		if hc.h.c == c && hc.h.id == id {
+			return hc.h
+		}
+		v = hc.Context.Value(boundKey{})
+	}
+	return nil
 }
 
 // bind returns a context derived from parent that carries h and is done when
 // h ends (with h's cause), or when parent is done.
 func (h *hold) bind(parent context.Context) context.Context {
-	return h.life.bind(parent, holdKey{h.c, h.id}, h)
+	return h.life.bind(&holdCtx{Context: parent, h: h})
 }
 
 // carriedBy reports whether ctx already carries h.
 func (h *hold) carriedBy(ctx context.Context) bool {
-	carried, _ := ctx.Value(holdKey{h.c, h.id}).(*hold)
-	return carried == h
+	return carriedHold(ctx, h.c, h.id) == h
 }
 
 // active reports whether h has not ended.
@@ -71,17 +96,17 @@ func (h *hold) record(sent time.Time, lease time.Duration, watch bool) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.ended {
-		return context.Cause(h.life)
+		return h.life.Cause()
 	}
-	if watch && h.watched == nil {
-		w := &watchdog.Entry{Key: h.id.key, Field: h.id.field, Renewed: h.renewed, Lost: h.lost}
-		if err := h.c.dog.Add(w); err != nil {
+	if watch && !h.watched {
+		h.entry = watchdog.Entry{Key: h.id.key, Field: h.id.field, Renewed: h.renewed, Lost: h.lost}
+		if err := h.c.dog.Add(&h.entry); err != nil {
 			if errors.Is(err, watchdog.ErrClosed) {
 				return ErrClosed // Close has begun: the caller matches rlock's
 			}
 			return fmt.Errorf("rlock: watchdog: %w", err)
 		}
-		h.watched = w
+		h.watched = true
 	}
 	h.armLocked(sent, lease)
 	return nil
@@ -151,10 +176,10 @@ func (h *hold) finish(cause error) {
 	h.mu.Unlock()
 
 	h.life.end(cause)
-	if watched != nil {
-		h.c.dog.Remove(watched)
+	if watched {
+		h.c.dog.Remove(&h.entry)
 	}
-	h.hookEnd(cause, watched != nil)
+	h.hookEnd(cause, watched)
 }
 
 // hookStart reports that h began.
@@ -201,37 +226,66 @@ func drift(lease time.Duration) time.Duration {
 	return lease/100 + 2*time.Millisecond
 }
 
-// lifetime is how long a hold lasts. It is a context, done with the hold's
-// cause when the hold ends, and it ends every lock context bound to it in
-// that same moment: a caller that sees the final Unlock return, or a loss
-// detected, sees its lock context done. (context.AfterFunc would end them a
-// goroutine later.)
+// lifetime is how long a hold lasts: done with the hold's cause when the
+// hold ends, and ending every lock context bound to it in that same moment:
+// a caller that sees the final Unlock return, or a loss detected, sees its
+// lock context done. (context.AfterFunc would end them a goroutine later.)
+// It is a field of what it times, and allocates nothing until asked for
+// Done or bound a second time.
 type lifetime struct {
-	context.Context
-	cancel context.CancelCauseFunc
-
 	mu    sync.Mutex
 	ended bool
-	bound []context.CancelCauseFunc // lock contexts to end with the hold
+	cause error
+	done  chan struct{} // made by the first Done; closed at the end
+
+	first context.CancelCauseFunc   // the first lock context bound
+	more  []context.CancelCauseFunc // any later ones
 }
 
-func newLifetime() *lifetime {
-	l := &lifetime{}
-	l.Context, l.cancel = context.WithCancelCause(context.Background())
-	return l
+// Done returns a channel closed when the lifetime ends.
+func (l *lifetime) Done() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done == nil {
+		l.done = make(chan struct{})
+		if l.ended {
+			close(l.done)
+		}
+	}
+	return l.done
 }
 
-// bind returns a context derived from parent, carrying val under key, that
-// is done when parent is or when the lifetime ends, with the lifetime's
-// cause.
-func (l *lifetime) bind(parent context.Context, key, val any) context.Context {
-	ctx, cancel := context.WithCancelCause(context.WithValue(parent, key, val))
+// Err is context.Canceled once the lifetime ended, nil before.
+func (l *lifetime) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.ended {
-		cancel(context.Cause(l))
-	} else {
-		l.bound = append(l.bound, cancel)
+		return context.Canceled
+	}
+	return nil
+}
+
+// Cause is the cause the lifetime ended with, nil before.
+func (l *lifetime) Cause() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cause
+}
+
+// bind returns a context derived from parent, which carries what the
+// lifetime is of, that is done when parent is or when the lifetime ends,
+// with the lifetime's cause.
+func (l *lifetime) bind(parent context.Context) context.Context {
+	ctx, cancel := context.WithCancelCause(parent)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.ended:
+		cancel(l.cause)
+	case l.first == nil:
+		l.first = cancel
+	default:
+		l.more = append(l.more, cancel)
 	}
 	return ctx
 }
@@ -243,12 +297,17 @@ func (l *lifetime) end(cause error) bool {
 		l.mu.Unlock()
 		return false
 	}
-	l.ended = true
-	bound := l.bound
-	l.bound = nil
+	l.ended, l.cause = true, cause
+	if l.done != nil {
+		close(l.done)
+	}
+	first, more := l.first, l.more
+	l.first, l.more = nil, nil
 	l.mu.Unlock()
-	l.cancel(cause)
-	for _, cancel := range bound {
+	if first != nil {
+		first(cause)
+	}
+	for _, cancel := range more {
 		cancel(cause)
 	}
 	return true

@@ -99,8 +99,8 @@ func (l *lock) carried(ctx context.Context) (*hold, bool) {
 	if !ok {
 		return nil, false
 	}
-	h, ok := ctx.Value(holdKey{l.c, l.holdID(o)}).(*hold)
-	if !ok || !h.active() {
+	h := carriedHold(ctx, l.c, l.holdID(o))
+	if h == nil || !h.active() {
 		return nil, false
 	}
 	return h, true

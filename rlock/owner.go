@@ -3,6 +3,7 @@ package rlock
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync/atomic"
 )
 
@@ -15,7 +16,9 @@ import (
 // both, which a waiter keeps while it waits).
 type owner struct {
 	context.Context
-	n uint64 // numbers the owner within this process
+	n     uint64  // numbers the owner within this process
+	c     *Client // the Client the owner was made in, if any
+	field string  // the owner's hash field in c
 }
 
 // owners numbers the owners of this process. A number is unique only here,
@@ -33,14 +36,25 @@ func (o *owner) Value(key any) any {
 	return o.Context.Value(key)
 }
 
-// token is the owner's part of a hash field.
-func (o *owner) token() string {
-	return strconv.FormatUint(o.n, 36)
+// field is the hash field that names owner o of this Client: made once
+// for the Client the owner began in, which a Lock and its Unlock share.
+func (c *Client) field(o *owner) string {
+	if o.c == c && c != nil {
+		return o.field
+	}
+	return c.fieldOf(o.n)
 }
 
-// field is the hash field that names owner o of this Client.
-func (c *Client) field(o *owner) string {
-	return c.id + ":" + o.token()
+// fieldOf is the hash field of this Client's owner number n,
+// <id>:<n in base 36>, in one allocation.
+func (c *Client) fieldOf(n uint64) string {
+	var b strings.Builder
+	b.Grow(len(c.id) + 1 + 13) // 13 base-36 digits hold any uint64
+	b.WriteString(c.id)
+	b.WriteByte(':')
+	var digits [13]byte
+	b.Write(strconv.AppendUint(digits[:0], n, 36))
+	return b.String()
 }
 
 // ownerFrom returns the owner that ctx carries, if any.
@@ -52,10 +66,19 @@ func ownerFrom(ctx context.Context) (*owner, bool) {
 // withOwner returns ctx and its owner, giving ctx a fresh owner when it
 // carries none.
 func withOwner(ctx context.Context) (context.Context, *owner) {
+	return withOwnerIn(ctx, nil)
+}
+
+// withOwnerIn is withOwner for a call of Client c (nil: none): a fresh
+// owner has its field in c made once, here.
+func withOwnerIn(ctx context.Context, c *Client) (context.Context, *owner) {
 	if o, ok := ownerFrom(ctx); ok {
 		return ctx, o
 	}
-	o := &owner{Context: ctx, n: owners.Add(1)}
+	o := &owner{Context: ctx, n: owners.Add(1), c: c}
+	if c != nil {
+		o.field = c.fieldOf(o.n)
+	}
 	return o, o
 }
 

@@ -3,6 +3,7 @@ package rlock
 import (
 	"context"
 	"fmt"
+	"sync"
 )
 
 // holdID names one owner's hold on one lock within a Client.
@@ -34,6 +35,10 @@ type turn struct {
 	hold  *hold // the current hold; nil before the first grant
 }
 
+// idleTurns keeps turns dropped from their Client for the next ones: an
+// uncontended Lock+Unlock makes one and drops it, and then allocates none.
+var idleTurns = sync.Pool{New: func() any { return &turn{token: make(chan struct{}, 1)} }}
+
 // take waits for id's turn, or fails when ctx is done first or the Client
 // is closed. The caller must give the turn back.
 func (c *Client) take(ctx context.Context, id holdID) (t *turn, err error) {
@@ -44,12 +49,18 @@ func (c *Client) take(ctx context.Context, id holdID) (t *turn, err error) {
 	}
 	t = c.turns[id]
 	if t == nil {
-		t = &turn{id: id, token: make(chan struct{}, 1)}
+		t = idleTurns.Get().(*turn)
+		t.id = id
 		c.turns[id] = t
 	}
 	t.users++
 	c.mu.Unlock()
 
+	select { // a free turn first, without making ctx's Done channel
+	case t.token <- struct{}{}:
+		return t, nil
+	default:
+	}
 	select {
 	case t.token <- struct{}{}:
 		return t, nil
@@ -60,8 +71,11 @@ func (c *Client) take(ctx context.Context, id holdID) (t *turn, err error) {
 	}
 	c.mu.Lock()
 	t.users--
-	c.drop(t)
+	dropped := c.drop(t)
 	c.mu.Unlock()
+	if dropped {
+		recycle(t)
+	}
 	return nil, err
 }
 
@@ -70,18 +84,30 @@ func (c *Client) take(ctx context.Context, id holdID) (t *turn, err error) {
 func (c *Client) give(t *turn) {
 	c.mu.Lock()
 	t.users--
-	c.drop(t)
+	dropped := c.drop(t)
 	c.mu.Unlock()
 	<-t.token
+	if dropped {
+		recycle(t)
+	}
 }
 
-// drop removes t from the Client's map if it is idle. The caller holds
-// c.mu and, when t.users is 0, the turn or no claim on it: count and
-// unsettled are then stable.
-func (c *Client) drop(t *turn) {
+// drop removes t from the Client's map if it is idle, and reports whether
+// it did: nobody can reach t then, and once its token is back the caller
+// recycles it. The caller holds c.mu and, when t.users is 0, the turn or no
+// claim on it: count and unsettled are then stable.
+func (c *Client) drop(t *turn) bool {
 	if t.users == 0 && t.count == 0 && t.unsettled == 0 && c.turns[t.id] == t {
 		delete(c.turns, t.id)
+		return true
 	}
+	return false
+}
+
+// recycle keeps the dropped turn t, its token free, for a later take.
+func recycle(t *turn) {
+	t.id, t.hold = holdID{}, nil
+	idleTurns.Put(t)
 }
 
 // setHold makes h the turn's current hold. The caller has the turn. A hold
