@@ -58,7 +58,7 @@ func (l *lock) begin(ctx context.Context, lease time.Duration) acquisition {
 		a.err = fmt.Errorf("rlock: acquire: %w", doneErr(ctx))
 		return a
 	}
-	a.octx, a.o = withOwnerIn(ctx, l.c)
+	a.octx, a.o = withOwner(ctx)
 	a.trace = l.traceAcquire(a.octx)
 	a.lctx, a.g, a.err = l.attempt(a.octx, l.holdID(a.o), lease, false)
 	a.trace.attempts++

@@ -59,15 +59,25 @@ func (c *holdCtx) Value(key any) any {
 	return c.Context.Value(key)
 }
 
+// nearestBound returns the holdCtx nearest to ctx, or nil when ctx carries
+// no hold; up goes on to the next one out.
+func nearestBound(ctx context.Context) *holdCtx {
+	hc, _ := ctx.Value(boundKey{}).(*holdCtx)
+	return hc
+}
+
+// up returns the next holdCtx out from c, or nil.
+func (c *holdCtx) up() *holdCtx {
+	return nearestBound(c.Context)
+}
+
 // carriedHold returns the hold of id in Client c that ctx carries, ended or
 // not, or nil: the nearest of the holds bound into ctx that is it.
 func carriedHold(ctx context.Context, c *Client, id holdID) *hold {
-	for v := ctx.Value(boundKey{}); v != nil; {
-		hc := v.(*holdCtx)
+	for hc := nearestBound(ctx); hc != nil; hc = hc.up() {
 		if hc.h.c == c && hc.h.id == id {
 			return hc.h
 		}
-		v = hc.Context.Value(boundKey{})
 	}
 	return nil
 }

@@ -16,9 +16,7 @@ import (
 // both, which a waiter keeps while it waits).
 type owner struct {
 	context.Context
-	n     uint64  // numbers the owner within this process
-	c     *Client // the Client the owner was made in, if any
-	field string  // the owner's hash field in c
+	n uint64 // numbers the owner within this process
 }
 
 // owners numbers the owners of this process. A number is unique only here,
@@ -36,25 +34,32 @@ func (o *owner) Value(key any) any {
 	return o.Context.Value(key)
 }
 
-// field is the hash field that names owner o of this Client: made once
-// for the Client the owner began in, which a Lock and its Unlock share.
+// field is the hash field that names owner o of this Client.
 func (c *Client) field(o *owner) string {
-	if o.c == c && c != nil {
-		return o.field
-	}
-	return c.fieldOf(o.n)
+	return c.kindField(o, "")
 }
 
-// fieldOf is the hash field of this Client's owner number n,
-// <id>:<n in base 36>, in one allocation.
-func (c *Client) fieldOf(n uint64) string {
+// kindField is owner o's field followed by suffix (a kind's):
+// <id>:<o.n in base 36><suffix>, in one allocation.
+func (c *Client) kindField(o *owner, suffix string) string {
+	var digits [13]byte // any uint64 in base 36
+	n := strconv.AppendUint(digits[:0], o.n, 36)
 	var b strings.Builder
-	b.Grow(len(c.id) + 1 + 13) // 13 base-36 digits hold any uint64
+	b.Grow(len(c.id) + 1 + len(n) + len(suffix))
 	b.WriteString(c.id)
 	b.WriteByte(':')
-	var digits [13]byte
-	b.Write(strconv.AppendUint(digits[:0], n, 36))
+	b.Write(n)
+	b.WriteString(suffix)
 	return b.String()
+}
+
+// isKindField reports whether f is c.kindField(o, suffix), without making
+// that.
+func (c *Client) isKindField(f string, o *owner, suffix string) bool {
+	var digits [13]byte
+	n := strconv.AppendUint(digits[:0], o.n, 36)
+	id, rest, ok := strings.Cut(f, ":")
+	return ok && id == c.id && len(rest) == len(n)+len(suffix) && rest[:len(n)] == string(n) && rest[len(n):] == suffix
 }
 
 // ownerFrom returns the owner that ctx carries, if any.
@@ -66,19 +71,10 @@ func ownerFrom(ctx context.Context) (*owner, bool) {
 // withOwner returns ctx and its owner, giving ctx a fresh owner when it
 // carries none.
 func withOwner(ctx context.Context) (context.Context, *owner) {
-	return withOwnerIn(ctx, nil)
-}
-
-// withOwnerIn is withOwner for a call of Client c (nil: none): a fresh
-// owner has its field in c made once, here.
-func withOwnerIn(ctx context.Context, c *Client) (context.Context, *owner) {
 	if o, ok := ownerFrom(ctx); ok {
 		return ctx, o
 	}
-	o := &owner{Context: ctx, n: owners.Add(1), c: c}
-	if c != nil {
-		o.field = c.fieldOf(o.n)
-	}
+	o := &owner{Context: ctx, n: owners.Add(1)}
 	return o, o
 }
 

@@ -45,7 +45,7 @@ func (l *lock) unlockLevel(ctx context.Context, tr *releaseTrace) error {
 	}
 	uctx, cancel := l.c.detached(ctx)
 	defer cancel()
-	t, err := l.c.take(uctx, l.holdID(o))
+	t, err := l.c.take(uctx, l.boundHoldID(ctx, o))
 	if err != nil {
 		return l.wrap(fmt.Errorf("rlock: release: %w", err))
 	}

@@ -38,9 +38,11 @@ type turn struct {
 }
 
 // turnShards is how many parts a Client's table of turns is cut into, each
-// under a mutex of its own, by the lock's key: goroutines on different
-// locks seldom wait for one another's bookkeeping (64 goroutines on one
-// mutex spent more time waiting for it than on their requests).
+// under a mutex of its own, by holdID: goroutines on different locks, or
+// different owners on one, seldom wait for one another's bookkeeping (64
+// goroutines on one mutex spent more time waiting for it than on their
+// requests). The owners waiting on one lock spread over every part, whose
+// maps then grow a little each rather than one by all of them.
 const turnShards = 32
 
 // turnTable is a Client's turns, by holdID.
@@ -64,9 +66,9 @@ func (tt *turnTable) init() {
 	}
 }
 
-// shard returns the part of the table where the turns on key live.
-func (tt *turnTable) shard(key string) *turnShard {
-	return &tt.shards[maphash.String(turnSeed, key)%turnShards]
+// shard returns the part of the table where the turn of id lives.
+func (tt *turnTable) shard(id holdID) *turnShard {
+	return &tt.shards[maphash.Comparable(turnSeed, id)%turnShards]
 }
 
 // close closes the table to new turns and returns the holds of its turns.
@@ -86,16 +88,18 @@ func (tt *turnTable) close() []*hold {
 	return holds
 }
 
-// holdsOn returns the active holds of the turns on the lock at key.
+// holdsOn returns the holds of the turns on the lock at key.
 func (tt *turnTable) holdsOn(key string) []*hold {
-	sh := tt.shard(key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
 	var out []*hold
-	for id, t := range sh.turns {
-		if id.key == key && t.hold != nil {
-			out = append(out, t.hold)
+	for i := range tt.shards {
+		sh := &tt.shards[i]
+		sh.mu.Lock()
+		for id, t := range sh.turns {
+			if id.key == key && t.hold != nil {
+				out = append(out, t.hold)
+			}
 		}
+		sh.mu.Unlock()
 	}
 	return out
 }
@@ -119,7 +123,7 @@ var idleTurns = sync.Pool{New: func() any { return &turn{token: make(chan struct
 // take waits for id's turn, or fails when ctx is done first or the Client
 // is closed. The caller must give the turn back.
 func (c *Client) take(ctx context.Context, id holdID) (t *turn, err error) {
-	sh := c.turns.shard(id.key)
+	sh := c.turns.shard(id)
 	sh.mu.Lock()
 	if sh.turns == nil {
 		sh.mu.Unlock()
