@@ -2,6 +2,7 @@ package rlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -133,17 +134,26 @@ func (l *lock) settle(ctx context.Context, t *turn) {
 // withdraw takes back what owner o's refused acquires left on l when o
 // stops waiting without the lock: a waiting mark or an admission (rw.lua),
 // a place in the queue or a lock handed over meanwhile (queue.lua). A
-// release back to no level removes it, even when ctx is done; if it cannot
-// run (Close, Redis unreachable), its own lease ends it. When another call
-// of the owner holds the lock meanwhile, there is nothing to take back.
+// release back to no level removes it, even when ctx is done, and even
+// after Close woke the waiter: other Clients' waiters must not wait out the
+// lease of a place nobody will take. (The Client's turns are gone then; the
+// release runs in a turn of its own, which is safe because a waiter is its
+// owner's only call on the lock and holds no level of it.) If it cannot
+// run (Redis unreachable), its own lease ends it. When another call of the
+// owner holds the lock meanwhile, there is nothing to take back.
 func (l *lock) withdraw(ctx context.Context, o *owner) {
 	wctx, cancel := l.c.detached(ctx)
 	defer cancel()
-	t, err := l.c.take(wctx, l.holdID(o))
-	if err != nil {
+	id := l.holdID(o)
+	t, err := l.c.take(wctx, id)
+	switch {
+	case errors.Is(err, ErrClosed):
+		t = &turn{id: id}
+	case err != nil:
 		return
+	default:
+		defer l.c.give(t)
 	}
-	defer l.c.give(t)
 	if t.count == 0 {
 		l.giveBack(wctx, t, 0, "a waiter's mark or place")
 	}
