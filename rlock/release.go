@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/rlock/rlock/lua"
@@ -45,7 +46,7 @@ func (l *lock) unlockLevel(ctx context.Context, tr *releaseTrace) error {
 	}
 	uctx, cancel := l.c.detached(ctx)
 	defer cancel()
-	t, err := l.c.take(uctx, l.holdID(o))
+	t, err := l.c.take(uctx, l.boundHoldID(ctx, o))
 	if err != nil {
 		return l.wrap(fmt.Errorf("rlock: release: %w", err))
 	}
@@ -73,8 +74,11 @@ func (l *lock) unlockLevel(ctx context.Context, tr *releaseTrace) error {
 // in t: the count left, and the end of the hold when no level is left (a
 // loss when Redis says the owner held none).
 func (l *lock) release(ctx context.Context, t *turn, target int) (released, error) {
-	call := l.releaseCall(t.id.field, target)
-	reply, _, _, err := l.c.exchange(ctx, t, l.kind.release, call, false)
+	buf := callBufs.Get().(*callBuf)
+	defer freeCall(buf)
+	call := l.releaseCallIn(buf, t.id.field, target)
+	var into [2]int64
+	reply, _, _, err := l.c.exchangeInto(into[:0], ctx, t, l.kind.release, call, false)
 	if err != nil {
 		return 0, fmt.Errorf("rlock: release: %w", err)
 	}
@@ -155,14 +159,13 @@ func (l *lock) withdraw(ctx context.Context, o *owner) {
 	}
 }
 
-// releaseCall is the release script's call that sets owner field's count
-// to target.
-func (l *lock) releaseCall(field string, target int) scriptCall {
+// releaseCallIn is the release script's call that sets owner field's
+// count to target, in b, which must outlive the call's request.
+func (l *lock) releaseCallIn(b *callBuf, field string, target int) scriptCall {
 	k := l.keys.Value()
-	return scriptCall{
-		keys: []string{k.Hash, k.Channel, k.Fence, k.Token, k.Queue},
-		args: []string{field, "", strconv.Itoa(max(target, 0)), l.c.publish, "", l.c.fenceMs},
-	}
+	b.keys = [5]string{k.Hash, k.Channel, k.Fence, k.Token, k.Queue}
+	b.args[0], b.args[1], b.args[2], b.args[3], b.args[4], b.args[5] = field, "", strconv.Itoa(max(target, 0)), l.c.publish, "", l.c.fenceMs
+	return scriptCall{keys: b.keys[:], args: b.args[:6]}
 }
 
 // parseRelease reads the release script's reply: {outcome, count left}, or
@@ -177,7 +180,7 @@ func parseRelease(reply []int64) (released, int, error) {
 	case reply[0] == int64(lua.Stale):
 		return 0, 0, errStale
 	}
-	return 0, 0, fmt.Errorf("rlock: unexpected release reply %v", reply)
+	return 0, 0, fmt.Errorf("rlock: unexpected release reply %v", slices.Clone(reply)) // a copy: reply stays on its caller's stack
 }
 
 // forceUnlock deletes the lock's hash whoever holds it and wakes a waiter;
