@@ -57,7 +57,7 @@ func scriptOn(cmd []string, hash string) string {
 		return ""
 	}
 	switch cmd[4] {
-	case hash + ":token":
+	case hash + ":token", hash + ":permits": // a lock's fencing counter; a semaphore's permits
 		return acquireScript
 	case hash + ":unlock":
 		return releaseScript

@@ -46,7 +46,7 @@ func TestInspectAndReplicaAckOnCluster(t *testing.T) {
 		}, 10*time.Second, 10*time.Millisecond, "%s: the waiter's sharded subscription shows", name)
 		require.Len(t, st.Holders, 1, name)
 		assert.True(t, st.Holders[0].Local, name)
-		assert.Equal(t, int64(1), st.Holders[0].Count, name)
+		assert.Equal(t, 1, st.Holders[0].Count, name)
 		assert.Equal(t, token, st.FencingToken, name)
 		assert.Positive(t, st.Lease, name)
 

@@ -22,3 +22,10 @@ local function fence(fences, owner, superseded, life)
         redis.call('pexpire', fences, life)
     end
 end
+
+-- staleCall reports whether a call of owner with seq is a copy of one that a
+-- later call superseded: owner's latest applied call (last) or its fence
+-- is at seq or above.
+local function staleCall(fences, owner, last, seq)
+    return last >= seq or tonumber(redis.call('hget', fences, owner) or '0') >= seq
+end

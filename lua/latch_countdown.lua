@@ -43,7 +43,7 @@ if (htype ~= 'hash' and htype ~= 'none') or (ftype ~= 'hash' and ftype ~= 'none'
 end
 local state = redis.call('hmget', hash, 'count', seqField)
 local count, last = tonumber(state[1] or '0'), tonumber(state[2] or '0')
-if last >= seq or tonumber(redis.call('hget', fences, client) or '0') >= seq then
+if staleCall(fences, client, last, seq) then
     return {STALE, 0}
 end
 fence(fences, client, superseded, ARGV[6])

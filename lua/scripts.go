@@ -26,8 +26,8 @@ var ForceRelease = load("force_release.lua", once)
 // renew.lua. It is owner-checked and only lengthens, so it is retryable.
 var Renew = load("renew.lua", retryable)
 
-// Inspect reads a snapshot of one lock for operators, writing nothing; see
-// inspect.lua. It is read-only (EVALSHA_RO, which rueidis may resend).
+// Inspect reads a snapshot of one or more locks of one name (any kind) for
+// operators, writing nothing; see inspect.lua. It is read-only (EVALSHA_RO, which rueidis may resend).
 var Inspect = load("inspect.lua", readOnly)
 
 // Do runs a holder's commands atomically with the check that it holds the

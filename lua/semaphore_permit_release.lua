@@ -50,7 +50,7 @@ if (htype ~= 'hash' and htype ~= 'none') or (ftype ~= 'hash' and ftype ~= 'none'
     return redis.error_reply('WRONGTYPE semaphore key ' .. hash .. ' or ' .. fences .. ' is not a hash')
 end
 local last = tonumber(redis.call('hget', fences, seqField) or '0')
-if last >= seq or tonumber(redis.call('hget', fences, client) or '0') >= seq then
+if staleCall(fences, client, last, seq) then
     return {STALE, 0}
 end
 fence(fences, client, superseded, ARGV[6])

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -122,8 +123,11 @@ func (l *lock) attempt(ctx context.Context, id holdID, lease time.Duration, wait
 // error the request may be unsettled; the caller settles it.
 func (l *lock) ask(ctx context.Context, t *turn, lease time.Duration, waiting bool) (grant, error) {
 	acked := l.c.cfg.replicas > 0
-	call := l.acquireCall(t.id.field, t.count+1, l.c.leaseOr(lease), waiting)
-	reply, acks, sent, err := l.c.exchange(ctx, t, l.kind.acquire, call, acked)
+	buf := callBufs.Get().(*callBuf)
+	call := l.acquireCallIn(buf, t.id.field, t.count+1, l.c.leaseOr(lease), waiting)
+	var into [3]int64
+	reply, acks, sent, err := l.c.exchangeInto(into[:0], ctx, t, l.kind.acquire, call, acked)
+	freeCall(buf)
 	if err != nil {
 		return grant{}, err
 	}
@@ -198,12 +202,15 @@ func (c *Client) leaseOr(lease time.Duration) time.Duration {
 // (the owner's count after it), setting lease (set), for a caller that
 // waits on the unlock channel when waiting is true.
 func (l *lock) acquireCall(field string, count int, set time.Duration, waiting bool) scriptCall {
+	return l.acquireCallIn(new(callBuf), field, count, set, waiting)
+}
+
+// acquireCallIn is acquireCall in b, which must outlive the call's request.
+func (l *lock) acquireCallIn(b *callBuf, field string, count int, set time.Duration, waiting bool) scriptCall {
 	k := l.keys.Value()
-	watched := flag(set == l.c.cfg.lease)
-	return scriptCall{
-		keys: []string{k.Hash, k.Token, k.Fence, k.Queue, k.Channel},
-		args: []string{field, "", strconv.Itoa(count), l.c.millis(set), "", l.c.fenceMs, flag(waiting), l.c.publish, l.c.leaseMs, watched},
-	}
+	b.keys = [5]string{k.Hash, k.Token, k.Fence, k.Queue, k.Channel}
+	b.args = [10]string{field, "", strconv.Itoa(count), l.c.millis(set), "", l.c.fenceMs, flag(waiting), l.c.publish, l.c.leaseMs, flag(set == l.c.cfg.lease)}
+	return scriptCall{keys: b.keys[:], args: b.args[:]}
 }
 
 // parseGrant reads the acquire script's reply: {Granted, count, token},
@@ -218,7 +225,7 @@ func parseGrant(reply []int64) (grant, error) {
 	case len(reply) == 2 && reply[0] == int64(lua.Stale):
 		return grant{}, errStale
 	}
-	return grant{}, fmt.Errorf("rlock: unexpected acquire reply %v", reply)
+	return grant{}, fmt.Errorf("rlock: unexpected acquire reply %v", slices.Clone(reply)) // a copy: reply stays on its caller's stack
 }
 
 // fromMillis converts a PTTL in ms to a Duration, saturating where a

@@ -29,10 +29,11 @@ type Client struct {
 	dog     *watchdog.Watchdog
 	subs    *pubsub.Subscriber
 
+	turns turnTable // closed by Close
+
 	mu     sync.Mutex
-	turns  map[holdID]*turn // nil once closed
-	closed chan struct{}    // closed by Close
-	bg     sync.WaitGroup   // background work, which Close waits for
+	closed chan struct{}  // closed by Close, under mu
+	bg     sync.WaitGroup // background work, which Close waits for
 }
 
 // New returns a Client that locks through rc. rc stays the caller's: Close
@@ -63,9 +64,9 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 		publish: "publish",
 		dog:     dog,
 		subs:    pubsub.New(rc, cluster, cfg.logger, id), // a release addresses a waiting Client by its id (lua/waiting.lua)
-		turns:   make(map[holdID]*turn),
 		closed:  make(chan struct{}),
 	}
+	c.turns.init()
 	if cluster {
 		c.publish = "spublish"
 	}
@@ -99,14 +100,8 @@ func (c *Client) Close() error {
 	default:
 	}
 	close(c.closed)
-	var holds []*hold
-	for _, t := range c.turns {
-		if t.hold != nil {
-			holds = append(holds, t.hold)
-		}
-	}
-	c.turns = nil
 	c.mu.Unlock()
+	holds := c.turns.close()
 
 	// The watchdog stops first: that cuts short a renewal round in flight,
 	// which finishing a hold in it would otherwise wait for.
@@ -123,8 +118,10 @@ func (c *Client) Close() error {
 func (c *Client) goLater() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.turns == nil {
+	select {
+	case <-c.closed:
 		return false
+	default:
 	}
 	c.bg.Add(1)
 	return true
@@ -132,15 +129,7 @@ func (c *Client) goLater() bool {
 
 // holdsOn returns the active holds this Client has on the lock at key.
 func (c *Client) holdsOn(key string) []*hold {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []*hold
-	for id, t := range c.turns {
-		if id.key == key && t.hold != nil {
-			out = append(out, t.hold)
-		}
-	}
-	return out
+	return c.turns.holdsOn(key)
 }
 
 // prefix is the key prefix of c's locks; "" for a nil or zero Client,

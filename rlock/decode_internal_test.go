@@ -77,15 +77,14 @@ func TestHolders(t *testing.T) {
 		"other:4:r#exp": fmt.Sprint(now + 1500),
 		"other:4:r#seq": "9",
 		"other:5:r":     "1",
-		"other:5:r#exp": fmt.Sprint(now - 1), // its own lease ran out: no lease left
+		"other:5:r#exp": fmt.Sprint(now - 1), // its own lease ran out: it holds nothing
 		"waiters":       "1",
 		"count":         "3", // no #seq or #exp beside it: a mark
 	}, now)
 	assert.Equal(t, []Holder{
 		{Field: "me:1", Local: true, Count: 2},
 		{Field: "other:4:r", Count: 1, Lease: 1500 * time.Millisecond},
-		{Field: "other:5:r", Count: 1},
-	}, holders, "holders, by field")
+	}, holders, "live holders, by field")
 	assert.Equal(t, map[string]string{"waiters": "1", "count": "3"}, marks, "marks")
 
 	holders, marks = c.holders(map[string]string{}, now)

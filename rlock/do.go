@@ -171,8 +171,8 @@ func (l *lock) do(ctx context.Context, cmds []rueidis.Completed, readOnly bool) 
 func (l *lock) doneDo(ctx context.Context) error {
 	err := doneErr(ctx)
 	if o, ok := ownerFrom(ctx); ok {
-		h, ok := ctx.Value(holdKey{l.c, l.holdID(o)}).(*hold)
-		if ok && !h.active() && context.Cause(h.life) == context.Canceled {
+		h := carriedHold(ctx, l.c, l.holdID(o))
+		if h != nil && !h.active() && h.life.Cause() == context.Canceled {
 			return fmt.Errorf("%w (%w)", ErrNotHeld, err)
 		}
 	}
@@ -192,8 +192,8 @@ func (l *lock) guarded(ctx context.Context, o *owner, n int, words []string, tr 
 	switch {
 	case t.count == 0:
 		return nil, ErrNotHeld
-	case h == nil && t.hold != nil && errors.Is(context.Cause(t.hold.life), ErrLockLost):
-		return nil, context.Cause(t.hold.life)
+	case h == nil && t.hold != nil && errors.Is(t.hold.life.Cause(), ErrLockLost):
+		return nil, t.hold.life.Cause()
 	case h == nil:
 		return nil, ErrLockLost
 	case ctx.Err() != nil:

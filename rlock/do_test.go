@@ -437,7 +437,7 @@ func testDoInspect(t *testing.T, s redistest.Setup) {
 	st, err := mu.Inspect(t.Context())
 	require.NoError(t, err)
 	require.Len(t, st.Holders, 1, "%+v", st)
-	assert.Equal(t, int64(1), st.Holders[0].Count)
+	assert.Equal(t, 1, st.Holders[0].Count)
 }
 
 // testDoLargestCommand: a command of 7900 words, the most Do takes, runs.

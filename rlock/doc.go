@@ -266,12 +266,17 @@
 //	FencingToken    yes    yes        yes          -  (4)        -  (1)          -  (3)
 //	Inspect         yes    yes        yes          yes           yes             -  (3)
 //	Name            yes    yes        yes          yes           yes             -  (3)
+//	Do, Key         yes    yes        yes (5)      -  (4)        -  (1)          -  (3)
 //
 // (1) A latch is not held: it has TrySetCount, CountDown, Count and Await.
 // (2) RWMutex also has IsWriteLocked and ReadHolders. (3) A MultiLock is
 // its parts: it has no name or state of its own; ask each Mutex. (4) A
 // permit is one of many, not a lock: it has no fencing token, and each
-// permit's lease is its own (Inspect shows them). Counts are int
+// permit's lease is its own (Inspect shows them); a permit excludes
+// nobody, so it guards no write (Do). A Semaphore's permits may also
+// travel: AcquirePermit, TryAcquirePermit, ExtendPermit, ReleasePermit.
+// (5) Under the write hold; under a read hold alone, read-only commands.
+// Counts are int
 // everywhere; a fencing token is an int64. Every bad argument, options
 // included, matches ErrInvalidArgument.
 //
@@ -323,10 +328,12 @@
 // allocated. Hooks that also implement DoHooks see every Do (guarded
 // writes): its outcome, its commands, the hold's token.
 //
-// Client.Inspect and Mutex.Inspect read a lock's state in Redis for
-// operators: holders and their counts, leases, the last fencing token, the
-// subscriptions waiting on it. They are diagnostics, not synchronisation:
-// never decide from them whether a lock may be taken or used.
+// Client.Inspect and each primitive's Inspect read a lock's state in Redis
+// for operators: its kind, holders and their counts, leases and tokens,
+// waiters, permits or count, the subscriptions waiting on it; Client.Locks
+// walks every lock of a deployment (SCAN, on every Cluster master). They
+// are diagnostics, not synchronisation: never decide from them whether a
+// lock may be taken or used.
 //
 // # Errors
 //
@@ -394,8 +401,9 @@
 // of calls), errors.go (the sentinels and every cause a hold ends with).
 // The primitives: mutex.go, group.go, rwmutex.go, rwmutex_state.go,
 // fairmutex.go with fairqueue.go, semaphore.go with permit.go, latch.go,
-// multilock.go with multihold.go; inspect.go reads a lock for operators;
-// do.go runs a holder's commands under the ownership check (lua/do.lua).
+// multilock.go with multihold.go; inspect.go reads a lock for operators,
+// locks.go walks them all; do.go runs a holder's commands under the
+// ownership check (lua/do.lua).
 //
 // How a Lock travels (uncontended). acquire.go is the spine, its functions
 // in the order they run; each other file is entered once, at its step:

@@ -119,3 +119,10 @@ func (f *FairMutex) RemainingLease(ctx context.Context) (time.Duration, error) {
 func (f *FairMutex) FencingToken(ctx context.Context) (int64, bool) {
 	return f.engine().fencingToken(ctx)
 }
+
+// Inspect reads the lock's state in Redis, its queue of waiters in order
+// included; see LockState. It is a diagnostic for operators, not a
+// synchronisation primitive.
+func (f *FairMutex) Inspect(ctx context.Context) (LockState, error) {
+	return f.engine().inspectAs(ctx, KindFairMutex)
+}

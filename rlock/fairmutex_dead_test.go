@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -13,18 +14,25 @@ import (
 	"github.com/rlock/rlock/rlock"
 )
 
-// A Client closed while one of its owners waits in a fair lock's queue is
-// a waiter whose process died, as Redis sees it: nothing renews its entry,
-// and nothing takes it out of the queue. (integration kills a real one.)
+// A Client cut off from Redis and closed while one of its owners waits in
+// a fair lock's queue is a waiter whose process died, as Redis sees it:
+// nothing renews its entry, and nothing takes it out of the queue.
+// (integration kills a real one.)
 
 // deadLease is the lease of the Clients whose waiters die.
 const deadLease = 1500 * time.Millisecond
 
 // queueDeadWaiter has a Client with deadLease queue an owner on lock name,
-// after those queued already (n of them), and closes the Client: the
-// waiter's Lock returns ErrClosed, and its entry stays behind.
+// after those queued already (n of them), and then dies: its link to Redis
+// goes (a proxy closes, so nothing it sends later lands) and the Client is
+// closed. The waiter's Lock fails, and its entry stays behind: the waiter
+// could not take it back.
 func queueDeadWaiter(t *testing.T, s redistest.Setup, name string, n int) {
-	c, err := rlock.New(s.Client(t), rlock.WithLeaseTime(deadLease))
+	proxy := s.Node.Proxy(t)
+	rc, err := rueidis.NewClient(redistest.ClientOption(proxy.Addr()))
+	require.NoError(t, err)
+	t.Cleanup(rc.Close)
+	c, err := rlock.New(rc, rlock.WithLeaseTime(deadLease), rlock.WithRetryTimeout(200*time.Millisecond))
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() {
@@ -32,8 +40,9 @@ func queueDeadWaiter(t *testing.T, s redistest.Setup, name string, n int) {
 		done <- err
 	}()
 	waitQueued(t, s.Client(t), name, n+1)
+	require.NoError(t, proxy.Close())
 	require.NoError(t, c.Close())
-	require.ErrorIs(t, <-done, rlock.ErrClosed)
+	require.Error(t, <-done)
 }
 
 // lockAsync starts fm.Lock and returns a channel that receives its lock

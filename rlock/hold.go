@@ -10,15 +10,9 @@ import (
 	"github.com/rlock/rlock/watchdog"
 )
 
-// holdKey is the context key under which a lock context carries its hold.
-type holdKey struct {
-	c  *Client
-	id holdID
-}
-
 // hold is what this process knows of one owner's hold on one lock: its
 // fencing token, its lease, the local deadline by which a renewal must have
-// been confirmed, and the context that ends when it may no longer be held.
+// been confirmed, and the lifetime that ends when it may no longer be held.
 //
 // The count of re-entries lives in the owner's turn; a hold exists from the
 // first acquire until the final Unlock, a loss, or Client.Close.
@@ -26,36 +20,77 @@ type hold struct {
 	c     *Client
 	id    holdID
 	token int64
-	ref   LockRef   // names the lock to the hooks
-	since time.Time // when the hold began
+	l     *lock         // the lock, which the hooks are told of
+	since time.Duration // when the hold began, on the monotonic clock (sinceStart)
 
-	life *lifetime // done when the hold ends; its cause says why
+	life lifetime // ends when the hold ends; its cause says why
 
 	mu       sync.Mutex
 	ended    bool
-	deadline time.Time       // the local deadline: no other owner can take the lock before it
-	watched  *watchdog.Entry // non-nil while the watchdog renews this hold
-	expiry   *time.Timer     // fires at the local deadline
+	watched  bool           // the watchdog renews this hold (entry is added)
+	deadline time.Duration  // the local deadline (sinceStart): no other owner can take the lock before it
+	expiry   *time.Timer    // fires at the local deadline
+	entry    watchdog.Entry // the hold's renewals, once watched
 }
 
 // newHold returns owner id's new hold on l, whose first level was granted
 // with token.
 func newHold(l *lock, id holdID, token int64) *hold {
-	h := &hold{c: l.c, id: id, token: token, ref: l.ref(), since: time.Now(), life: newLifetime()}
+	h := &hold{c: l.c, id: id, token: token, l: l, since: sinceStart()}
 	h.hookStart()
 	return h
+}
+
+// holdCtx is a lock context's carrier of its hold: the context a lock
+// context is cancelled from (see bind), answering boundKey with itself so
+// that carried holds are found without a key to allocate per lookup.
+type holdCtx struct {
+	context.Context
+	h *hold
+}
+
+// boundKey is the context key under which the nearest holdCtx answers.
+type boundKey struct{}
+
+func (c *holdCtx) Value(key any) any {
+	if key == (boundKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
+// nearestBound returns the holdCtx nearest to ctx, or nil when ctx carries
+// no hold; up goes on to the next one out.
+func nearestBound(ctx context.Context) *holdCtx {
+	hc, _ := ctx.Value(boundKey{}).(*holdCtx)
+	return hc
+}
+
+// up returns the next holdCtx out from c, or nil.
+func (c *holdCtx) up() *holdCtx {
+	return nearestBound(c.Context)
+}
+
+// carriedHold returns the hold of id in Client c that ctx carries, ended or
+// not, or nil: the nearest of the holds bound into ctx that is it.
+func carriedHold(ctx context.Context, c *Client, id holdID) *hold {
+	for hc := nearestBound(ctx); hc != nil; hc = hc.up() {
+		if hc.h.c == c && hc.h.id == id {
+			return hc.h
+		}
+	}
+	return nil
 }
 
 // bind returns a context derived from parent that carries h and is done when
 // h ends (with h's cause), or when parent is done.
 func (h *hold) bind(parent context.Context) context.Context {
-	return h.life.bind(parent, holdKey{h.c, h.id}, h)
+	return h.life.bind(&holdCtx{Context: parent, h: h})
 }
 
 // carriedBy reports whether ctx already carries h.
 func (h *hold) carriedBy(ctx context.Context) bool {
-	carried, _ := ctx.Value(holdKey{h.c, h.id}).(*hold)
-	return carried == h
+	return carriedHold(ctx, h.c, h.id) == h
 }
 
 // active reports whether h has not ended.
@@ -71,17 +106,17 @@ func (h *hold) record(sent time.Time, lease time.Duration, watch bool) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.ended {
-		return context.Cause(h.life)
+		return h.life.Cause()
 	}
-	if watch && h.watched == nil {
-		w := &watchdog.Entry{Key: h.id.key, Field: h.id.field, Renewed: h.renewed, Lost: h.lost}
-		if err := h.c.dog.Add(w); err != nil {
+	if watch && !h.watched {
+		h.entry = watchdog.Entry{Key: h.id.key, Field: h.id.field, Renewed: h.renewed, Lost: h.lost}
+		if err := h.c.dog.Add(&h.entry); err != nil {
 			if errors.Is(err, watchdog.ErrClosed) {
 				return ErrClosed // Close has begun: the caller matches rlock's
 			}
 			return fmt.Errorf("rlock: watchdog: %w", err)
 		}
-		h.watched = w
+		h.watched = true
 	}
 	h.armLocked(sent, lease)
 	return nil
@@ -93,17 +128,17 @@ func (h *hold) record(sent time.Time, lease time.Duration, watch bool) error {
 // latest such deadline. A deadline already passed ends the hold at once.
 // h.mu is held.
 func (h *hold) armLocked(sent time.Time, lease time.Duration) {
-	deadline := sent.Add(lease - drift(lease))
-	if !deadline.After(h.deadline) {
+	deadline := addSat(sent.Sub(processStart), lease-drift(lease)) // saturates for a lease of centuries
+	if deadline <= h.deadline {
 		return
 	}
 	h.deadline = deadline
 	if h.expiry == nil {
-		h.expiry = time.AfterFunc(time.Until(deadline), h.expired)
+		h.expiry = time.AfterFunc(deadline-sinceStart(), h.expired)
 		return
 	}
 	if h.expiry.Stop() {
-		h.expiry.Reset(time.Until(deadline))
+		h.expiry.Reset(deadline - sinceStart())
 	}
 	// Stop failing means the deadline already fired: the hold is ending.
 }
@@ -151,16 +186,16 @@ func (h *hold) finish(cause error) {
 	h.mu.Unlock()
 
 	h.life.end(cause)
-	if watched != nil {
-		h.c.dog.Remove(watched)
+	if watched {
+		h.c.dog.Remove(&h.entry)
 	}
-	h.hookEnd(cause, watched != nil)
+	h.hookEnd(cause, watched)
 }
 
 // hookStart reports that h began.
 func (h *hold) hookStart() {
 	if hk := h.c.cfg.hooks; hk != nil {
-		hk.HoldStart(HoldStart{LockRef: h.ref, Token: h.token})
+		hk.HoldStart(HoldStart{LockRef: h.l.ref(), Token: h.token})
 	}
 }
 
@@ -171,7 +206,7 @@ func (h *hold) hookEnd(cause error, watched bool) {
 	if hk == nil {
 		return
 	}
-	hk.HoldEnd(HoldEnd{LockRef: h.ref, Token: h.token, Held: time.Since(h.since), Reason: endReason(cause, watched), Cause: cause})
+	hk.HoldEnd(HoldEnd{LockRef: h.l.ref(), Token: h.token, Held: sinceStart() - h.since, Reason: endReason(cause, watched), Cause: cause})
 }
 
 // endReason names why a hold ended with cause.
@@ -195,43 +230,83 @@ func endReason(cause error, watched bool) EndReason {
 	return EndGone
 }
 
+// processStart is when this process began, for sinceStart.
+var processStart = time.Now()
+
+// sinceStart is the monotonic time since the process began: a point in
+// time in 8 bytes rather than a time.Time's 24, for what a hold keeps.
+func sinceStart() time.Duration {
+	return time.Since(processStart)
+}
+
 // drift is the allowance for clock-rate differences between this process and
 // Redis over one lease: 1% of it plus 2 ms, as the Redlock algorithm sets it.
 func drift(lease time.Duration) time.Duration {
 	return lease/100 + 2*time.Millisecond
 }
 
-// lifetime is how long a hold lasts. It is a context, done with the hold's
-// cause when the hold ends, and it ends every lock context bound to it in
-// that same moment: a caller that sees the final Unlock return, or a loss
-// detected, sees its lock context done. (context.AfterFunc would end them a
-// goroutine later.)
+// lifetime is how long a hold lasts: done with the hold's cause when the
+// hold ends, and ending every lock context bound to it in that same moment:
+// a caller that sees the final Unlock return, or a loss detected, sees its
+// lock context done. (context.AfterFunc would end them a goroutine later.)
+// It is a field of what it times, and allocates nothing until asked for
+// Done or bound a second time.
 type lifetime struct {
-	context.Context
-	cancel context.CancelCauseFunc
-
 	mu    sync.Mutex
 	ended bool
-	bound []context.CancelCauseFunc // lock contexts to end with the hold
+	cause error
+	done  chan struct{} // made by the first Done; closed at the end
+
+	first context.CancelCauseFunc    // the first lock context bound
+	more  *[]context.CancelCauseFunc // any later ones
 }
 
-func newLifetime() *lifetime {
-	l := &lifetime{}
-	l.Context, l.cancel = context.WithCancelCause(context.Background())
-	return l
+// Done returns a channel closed when the lifetime ends.
+func (l *lifetime) Done() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done == nil {
+		l.done = make(chan struct{})
+		if l.ended {
+			close(l.done)
+		}
+	}
+	return l.done
 }
 
-// bind returns a context derived from parent, carrying val under key, that
-// is done when parent is or when the lifetime ends, with the lifetime's
-// cause.
-func (l *lifetime) bind(parent context.Context, key, val any) context.Context {
-	ctx, cancel := context.WithCancelCause(context.WithValue(parent, key, val))
+// Err is context.Canceled once the lifetime ended, nil before.
+func (l *lifetime) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.ended {
-		cancel(context.Cause(l))
-	} else {
-		l.bound = append(l.bound, cancel)
+		return context.Canceled
+	}
+	return nil
+}
+
+// Cause is the cause the lifetime ended with, nil before.
+func (l *lifetime) Cause() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cause
+}
+
+// bind returns a context derived from parent, which carries what the
+// lifetime is of, that is done when parent is or when the lifetime ends,
+// with the lifetime's cause.
+func (l *lifetime) bind(parent context.Context) context.Context {
+	ctx, cancel := context.WithCancelCause(parent)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.ended:
+		cancel(l.cause)
+	case l.first == nil:
+		l.first = cancel
+	case l.more == nil:
+		l.more = &[]context.CancelCauseFunc{cancel}
+	default:
+		*l.more = append(*l.more, cancel)
 	}
 	return ctx
 }
@@ -243,13 +318,20 @@ func (l *lifetime) end(cause error) bool {
 		l.mu.Unlock()
 		return false
 	}
-	l.ended = true
-	bound := l.bound
-	l.bound = nil
+	l.ended, l.cause = true, cause
+	if l.done != nil {
+		close(l.done)
+	}
+	first, more := l.first, l.more
+	l.first, l.more = nil, nil
 	l.mu.Unlock()
-	l.cancel(cause)
-	for _, cancel := range bound {
-		cancel(cause)
+	if first != nil {
+		first(cause)
+	}
+	if more != nil {
+		for _, cancel := range *more {
+			cancel(cause)
+		}
 	}
 	return true
 }

@@ -195,3 +195,10 @@ func (d *CountDownLatch) Await(ctx context.Context) error {
 		}
 	}
 }
+
+// Inspect reads the latch's state in Redis, its count included; see
+// LockState. It is a diagnostic for operators, not a synchronisation
+// primitive.
+func (d *CountDownLatch) Inspect(ctx context.Context) (LockState, error) {
+	return d.latch().inspectAs(ctx, KindLatch)
+}

@@ -90,7 +90,19 @@ func newLock(c *Client, name string, k *kind, invalid error, ks keys.Keys) lock 
 
 // holdID names owner o's hold of l's kind on l.
 func (l *lock) holdID(o *owner) holdID {
-	return holdID{key: l.keys.Value().Hash, field: l.c.field(o) + l.kind.suffix}
+	return holdID{key: l.keys.Value().Hash, field: l.c.kindField(o, l.kind.suffix)}
+}
+
+// boundHoldID is holdID(o), taken from the hold on l of owner o that ctx
+// carries, if any: an Unlock with its lock context makes no field.
+func (l *lock) boundHoldID(ctx context.Context, o *owner) holdID {
+	key := l.keys.Value().Hash
+	for hc := nearestBound(ctx); hc != nil; hc = hc.up() {
+		if id := hc.h.id; hc.h.c == l.c && id.key == key && l.c.isKindField(id.field, o, l.kind.suffix) {
+			return id
+		}
+	}
+	return l.holdID(o)
 }
 
 // carried returns the active hold on l that ctx carries, if any.
@@ -99,8 +111,8 @@ func (l *lock) carried(ctx context.Context) (*hold, bool) {
 	if !ok {
 		return nil, false
 	}
-	h, ok := ctx.Value(holdKey{l.c, l.holdID(o)}).(*hold)
-	if !ok || !h.active() {
+	h := carriedHold(ctx, l.c, l.holdID(o))
+	if h == nil || !h.active() {
 		return nil, false
 	}
 	return h, true

@@ -20,7 +20,7 @@ type multiHold struct {
 	o     *owner
 	lease time.Duration // 0: the watchdogs renew the parts
 
-	life *lifetime
+	life lifetime
 
 	mu        sync.Mutex
 	parts     []*hold // by node; nil where the node holds no part
@@ -42,13 +42,13 @@ func (ml *MultiLock) bindParts(ctx context.Context, o *owner, lease time.Duratio
 		}
 		return ctx
 	}
-	mh := &multiHold{ml: ml, o: o, lease: lease, parts: make([]*hold, len(parts)), life: newLifetime(), poke: make(chan struct{})}
+	mh := &multiHold{ml: ml, o: o, lease: lease, parts: make([]*hold, len(parts)), poke: make(chan struct{})}
 	for i, h := range parts {
 		if h != nil {
 			mh.setPart(i, h)
 		}
 	}
-	return mh.life.bind(ctx, multiKey{ml}, mh)
+	return mh.life.bind(context.WithValue(ctx, multiKey{ml}, mh))
 }
 
 // setPart records h as the part of node i and watches it end.
@@ -73,7 +73,7 @@ func (mh *multiHold) watchPart(i int, h *hold) {
 // loss. The hold ends once fewer parts than the quorum remain; otherwise,
 // when the watchdogs renew this hold, the lost part is taken again.
 func (mh *multiHold) partEnded(i int, h *hold) {
-	if !errors.Is(context.Cause(h.life), ErrLockLost) {
+	if !errors.Is(h.life.Cause(), ErrLockLost) {
 		return
 	}
 	mh.mu.Lock()
@@ -82,12 +82,12 @@ func (mh *multiHold) partEnded(i int, h *hold) {
 		return
 	}
 	mh.parts[i] = nil
-	retake := mh.lease == 0 && mh.unlocking == 0 && !errors.Is(context.Cause(h.life), ErrClosed)
+	retake := mh.lease == 0 && mh.unlocking == 0 && !errors.Is(h.life.Cause(), ErrClosed)
 	if retake {
 		mh.retaking.Add(1)
 	}
 	mh.mu.Unlock()
-	mh.checkQuorum(context.Cause(h.life))
+	mh.checkQuorum(h.life.Cause())
 	if retake {
 		mh.retake(i)
 		mh.retaking.Done()

@@ -102,8 +102,9 @@ func (ml *MultiLock) check(ctx context.Context, unlocking bool) error {
 }
 
 // acquire runs tryQuorum until it takes a quorum within the lease, or wait
-// (waitForever: until ctx is done) runs out. Between tries it sleeps a
-// random moment, so that contending clients do not meet in lockstep.
+// (waitForever: until ctx is done) runs out, or a part's Client is closed
+// (ErrClosed, after the try it ends). Between tries it sleeps a random
+// moment, so that contending clients do not meet in lockstep.
 func (ml *MultiLock) acquire(ctx context.Context, wait, lease time.Duration) (context.Context, bool, error) {
 	if err := ml.check(ctx, false); err != nil {
 		return ctx, false, err
@@ -119,6 +120,9 @@ func (ml *MultiLock) acquire(ctx context.Context, wait, lease time.Duration) (co
 		}
 		if holds != nil {
 			return ml.bindParts(octx, o, lease, holds), true, nil
+		}
+		if err := ml.check(ctx, false); err != nil {
+			return ctx, false, err // a part's Client was closed: no try can take it
 		}
 		pause, ok := capPause(deadline, ml.retryDelay(lease))
 		if !ok {

@@ -3,6 +3,7 @@ package rlock
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync/atomic"
 )
 
@@ -33,14 +34,32 @@ func (o *owner) Value(key any) any {
 	return o.Context.Value(key)
 }
 
-// token is the owner's part of a hash field.
-func (o *owner) token() string {
-	return strconv.FormatUint(o.n, 36)
-}
-
 // field is the hash field that names owner o of this Client.
 func (c *Client) field(o *owner) string {
-	return c.id + ":" + o.token()
+	return c.kindField(o, "")
+}
+
+// kindField is owner o's field followed by suffix (a kind's):
+// <id>:<o.n in base 36><suffix>, in one allocation.
+func (c *Client) kindField(o *owner, suffix string) string {
+	var digits [13]byte // any uint64 in base 36
+	n := strconv.AppendUint(digits[:0], o.n, 36)
+	var b strings.Builder
+	b.Grow(len(c.id) + 1 + len(n) + len(suffix))
+	b.WriteString(c.id)
+	b.WriteByte(':')
+	b.Write(n)
+	b.WriteString(suffix)
+	return b.String()
+}
+
+// isKindField reports whether f is c.kindField(o, suffix), without making
+// that.
+func (c *Client) isKindField(f string, o *owner, suffix string) bool {
+	var digits [13]byte
+	n := strconv.AppendUint(digits[:0], o.n, 36)
+	id, rest, ok := strings.Cut(f, ":")
+	return ok && id == c.id && len(rest) == len(n)+len(suffix) && rest[:len(n)] == string(n) && rest[len(n):] == suffix
 }
 
 // ownerFrom returns the owner that ctx carries, if any.

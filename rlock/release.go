@@ -2,8 +2,10 @@ package rlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/rlock/rlock/lua"
@@ -44,7 +46,7 @@ func (l *lock) unlockLevel(ctx context.Context, tr *releaseTrace) error {
 	}
 	uctx, cancel := l.c.detached(ctx)
 	defer cancel()
-	t, err := l.c.take(uctx, l.holdID(o))
+	t, err := l.c.take(uctx, l.boundHoldID(ctx, o))
 	if err != nil {
 		return l.wrap(fmt.Errorf("rlock: release: %w", err))
 	}
@@ -73,8 +75,11 @@ func (l *lock) unlockLevel(ctx context.Context, tr *releaseTrace) error {
 // loss when Redis says the owner held none). leaving says the owner's
 // Client stops waiting on the lock (see withdraw).
 func (l *lock) release(ctx context.Context, t *turn, target int, leaving bool) (released, error) {
-	call := l.releaseCall(t.id.field, target, leaving)
-	reply, _, _, err := l.c.exchange(ctx, t, l.kind.release, call, false)
+	buf := callBufs.Get().(*callBuf)
+	defer freeCall(buf)
+	call := l.releaseCallIn(buf, t.id.field, target, leaving)
+	var into [2]int64
+	reply, _, _, err := l.c.exchangeInto(into[:0], ctx, t, l.kind.release, call, false)
 	if err != nil {
 		return 0, fmt.Errorf("rlock: release: %w", err)
 	}
@@ -138,32 +143,43 @@ func (l *lock) settle(ctx context.Context, t *turn) {
 // a place in the queue or a lock handed over meanwhile (queue.lua), its
 // Client's place among a Mutex's waiting Clients and a wake-up addressed
 // to it meanwhile (waiting.lua), which goes on to the next Client. A
-// release back to no level removes it, even when ctx is done; if it cannot
-// run (Close, Redis unreachable), its own lease ends it. When another call
-// of the owner holds the lock meanwhile, there is nothing to take back.
+// release back to no level removes it, even when ctx is done, and even
+// after Close woke the waiter: other Clients' waiters must not wait out the
+// lease of a place nobody will take. (The Client's turns are gone then; the
+// release runs in a turn of its own, which is safe because a waiter is its
+// owner's only call on the lock and holds no level of it.) If it cannot
+// run (Redis unreachable), its own lease ends it. When another call of the
+// owner holds the lock meanwhile, there is nothing to take back.
 func (l *lock) withdraw(ctx context.Context, o *owner) {
 	wctx, cancel := l.c.detached(ctx)
 	defer cancel()
-	t, err := l.c.take(wctx, l.holdID(o))
-	if err != nil {
+	id := l.holdID(o)
+	t, err := l.c.take(wctx, id)
+	switch {
+	case errors.Is(err, ErrClosed):
+		t = &turn{id: id}
+	case err != nil:
 		return
+	default:
+		defer l.c.give(t)
 	}
-	defer l.c.give(t)
 	if t.count == 0 {
 		l.giveBackAs(wctx, t, 0, true, "a waiter's mark or place")
 	}
 }
 
-// releaseCall is the release script's call that sets owner field's count
-// to target; leaving adds ARGV[7] '1': the owner's Client stops waiting
-// (release.lua).
-func (l *lock) releaseCall(field string, target int, leaving bool) scriptCall {
+// releaseCallIn is the release script's call that sets owner field's
+// count to target, in b, which must outlive the call's request; leaving
+// adds ARGV[7] '1': the owner's Client stops waiting (release.lua).
+func (l *lock) releaseCallIn(b *callBuf, field string, target int, leaving bool) scriptCall {
 	k := l.keys.Value()
-	args := []string{field, "", strconv.Itoa(max(target, 0)), l.c.publish, "", l.c.fenceMs}
+	b.keys = [5]string{k.Hash, k.Channel, k.Fence, k.Token, k.Queue}
+	b.args[0], b.args[1], b.args[2], b.args[3], b.args[4], b.args[5] = field, "", strconv.Itoa(max(target, 0)), l.c.publish, "", l.c.fenceMs
 	if leaving {
-		args = append(args, "1")
+		b.args[6] = "1"
+		return scriptCall{keys: b.keys[:], args: b.args[:7]}
 	}
-	return scriptCall{keys: []string{k.Hash, k.Channel, k.Fence, k.Token, k.Queue}, args: args}
+	return scriptCall{keys: b.keys[:], args: b.args[:6]}
 }
 
 // parseRelease reads the release script's reply: {outcome, count left}, or
@@ -178,7 +194,7 @@ func parseRelease(reply []int64) (released, int, error) {
 	case reply[0] == int64(lua.Stale):
 		return 0, 0, errStale
 	}
-	return 0, 0, fmt.Errorf("rlock: unexpected release reply %v", reply)
+	return 0, 0, fmt.Errorf("rlock: unexpected release reply %v", slices.Clone(reply)) // a copy: reply stays on its caller's stack
 }
 
 // forceUnlock deletes the lock's hash whoever holds it and wakes a waiter;

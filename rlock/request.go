@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -38,6 +39,23 @@ type scriptCall struct {
 	keys, args []string
 }
 
+// callBuf backs the KEYS and ARGV of a lock's acquire or release call
+// (acquireCall, releaseCall). Lock and Unlock take one from callBufs and
+// put it back once the request is over, so that a cycle allocates no
+// slices for its calls.
+type callBuf struct {
+	keys [5]string
+	args [10]string
+}
+
+var callBufs = sync.Pool{New: func() any { return new(callBuf) }}
+
+// freeCall returns b to callBufs; its strings are overwritten by its next
+// call.
+func freeCall(b *callBuf) {
+	callBufs.Put(b)
+}
+
 // exchange sends call to script s as a request of turn t, whose turn the caller
 // has: it stamps every call with a fresh sequence number and the one it
 // supersedes (args[1] and args[4]), and sends it again after a lost reply
@@ -46,12 +64,34 @@ type scriptCall struct {
 // many acknowledged. It returns the script's reply, an array of numbers,
 // and when the request was first sent.
 func (c *Client) exchange(ctx context.Context, t *turn, s *lua.Script, call scriptCall, acked bool) (reply []int64, acks int64, sent time.Time, err error) {
+	return c.exchangeInto(nil, ctx, t, s, call, acked)
+}
+
+// exchangeInto is exchange appending the reply to into: a caller that
+// passes an array of its own on the stack allocates nothing for it.
+func (c *Client) exchangeInto(into []int64, ctx context.Context, t *turn, s *lua.Script, call scriptCall, acked bool) (reply []int64, acks int64, sent time.Time, err error) {
 	msg, acks, sent, err := c.exchangeMessage(ctx, t, s, call, acked)
 	if err != nil {
 		return nil, acks, sent, err
 	}
-	reply, err = msg.AsIntSlice()
+	reply, err = appendInts(into, msg)
 	return reply, acks, sent, err
+}
+
+// appendInts appends the numbers of the array msg to into.
+func appendInts(into []int64, msg rueidis.RedisMessage) ([]int64, error) {
+	values, err := msg.ToArray()
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range values {
+		n, err := v.AsInt64()
+		if err != nil {
+			return nil, err
+		}
+		into = append(into, n)
+	}
+	return into, nil
 }
 
 // exchangeMessage is exchange for a script whose reply is not only

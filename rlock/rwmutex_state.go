@@ -99,3 +99,11 @@ func (rw *RWMutex) state(ctx context.Context) (rwState, error) {
 		reads: int(reply[3]), writes: int(reply[4]),
 	}, nil
 }
+
+// Inspect reads the lock's state in Redis: its read and write holders
+// (fields ending in ":r" and ":w") and its waiting writers and readers; see
+// LockState. It is a diagnostic for operators, not a synchronisation
+// primitive.
+func (rw *RWMutex) Inspect(ctx context.Context) (LockState, error) {
+	return rw.readLock().inspectAs(ctx, KindRWMutex)
+}

@@ -166,3 +166,10 @@ func (s *Semaphore) Available(ctx context.Context) (int, error) {
 	}
 	return int(n), nil
 }
+
+// Inspect reads the semaphore's state in Redis: its permits, those free,
+// and each holder's; see LockState. It is a diagnostic for operators, not
+// a synchronisation primitive.
+func (s *Semaphore) Inspect(ctx context.Context) (LockState, error) {
+	return s.engine().inspectAs(ctx, KindSemaphore)
+}

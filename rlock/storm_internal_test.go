@@ -41,9 +41,7 @@ func TestCancelledStormLeavesNothing(t *testing.T) {
 	wg.Wait()
 
 	assert.Zero(t, c.dog.Len(), "holds left registered with the watchdog")
-	c.mu.Lock()
-	assert.Empty(t, c.turns, "owner turns left in the Client")
-	c.mu.Unlock()
+	assert.Zero(t, c.turns.len(), "owner turns left in the Client")
 	assert.Eventually(t, func() bool { return c.subs.Channels() == 0 }, 5*time.Second, 10*time.Millisecond,
 		"channels left subscribed")
 	require.NoError(t, c.Close())

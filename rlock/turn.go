@@ -3,6 +3,8 @@ package rlock
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
+	"sync"
 )
 
 // holdID names one owner's hold on one lock within a Client.
@@ -19,37 +21,128 @@ type holdID struct {
 // absolute count, lets a resend fence off the copies before it, and keeps
 // concurrent re-entries with different leases from undoing each other.
 //
-// A turn lives in its Client's map while a goroutine uses it, a level is
+// A turn lives in its Client's table while a goroutine uses it, a level is
 // held, or a request's outcome is still unsettled.
 type turn struct {
 	id    holdID
+	sh    *turnShard    // the part of the table it lives in
 	token chan struct{} // holds a token while a goroutine has the turn
 
 	// Guarded by the turn.
 	count     int    // levels Redis granted this owner and it has not left
 	unsettled uint64 // seq of the latest request whose reply never came, or 0
 
-	// Guarded by Client.mu (and written in the turn too).
+	// Guarded by sh.mu (and written in the turn too).
 	users int   // goroutines that have or wait for the turn
 	hold  *hold // the current hold; nil before the first grant
 }
 
+// turnShards is how many parts a Client's table of turns is cut into, each
+// under a mutex of its own, by holdID: goroutines on different locks, or
+// different owners on one, seldom wait for one another's bookkeeping (64
+// goroutines on one mutex spent more time waiting for it than on their
+// requests). The owners waiting on one lock spread over every part, whose
+// maps then grow a little each rather than one by all of them.
+const turnShards = 32
+
+// turnTable is a Client's turns, by holdID.
+type turnTable struct {
+	shards [turnShards]turnShard
+}
+
+// turnShard is one part of a turnTable, padded to its own cache line.
+type turnShard struct {
+	mu    sync.Mutex
+	turns map[holdID]*turn // nil once the Client is closed
+	_     [48]byte
+}
+
+var turnSeed = maphash.MakeSeed()
+
+// init makes the table's maps.
+func (tt *turnTable) init() {
+	for i := range tt.shards {
+		tt.shards[i].turns = make(map[holdID]*turn)
+	}
+}
+
+// shard returns the part of the table where the turn of id lives.
+func (tt *turnTable) shard(id holdID) *turnShard {
+	return &tt.shards[maphash.Comparable(turnSeed, id)%turnShards]
+}
+
+// close closes the table to new turns and returns the holds of its turns.
+func (tt *turnTable) close() []*hold {
+	var holds []*hold
+	for i := range tt.shards {
+		sh := &tt.shards[i]
+		sh.mu.Lock()
+		for _, t := range sh.turns {
+			if t.hold != nil {
+				holds = append(holds, t.hold)
+			}
+		}
+		sh.turns = nil
+		sh.mu.Unlock()
+	}
+	return holds
+}
+
+// holdsOn returns the holds of the turns on the lock at key.
+func (tt *turnTable) holdsOn(key string) []*hold {
+	var out []*hold
+	for i := range tt.shards {
+		sh := &tt.shards[i]
+		sh.mu.Lock()
+		for id, t := range sh.turns {
+			if id.key == key && t.hold != nil {
+				out = append(out, t.hold)
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return out
+}
+
+// len returns how many turns the table holds.
+func (tt *turnTable) len() int {
+	n := 0
+	for i := range tt.shards {
+		sh := &tt.shards[i]
+		sh.mu.Lock()
+		n += len(sh.turns)
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+// idleTurns keeps turns dropped from their Client for the next ones: an
+// uncontended Lock+Unlock makes one and drops it, and then allocates none.
+var idleTurns = sync.Pool{New: func() any { return &turn{token: make(chan struct{}, 1)} }}
+
 // take waits for id's turn, or fails when ctx is done first or the Client
 // is closed. The caller must give the turn back.
 func (c *Client) take(ctx context.Context, id holdID) (t *turn, err error) {
-	c.mu.Lock()
-	if c.turns == nil {
-		c.mu.Unlock()
+	sh := c.turns.shard(id)
+	sh.mu.Lock()
+	if sh.turns == nil {
+		sh.mu.Unlock()
 		return nil, ErrClosed
 	}
-	t = c.turns[id]
+	t = sh.turns[id]
 	if t == nil {
-		t = &turn{id: id, token: make(chan struct{}, 1)}
-		c.turns[id] = t
+		t = idleTurns.Get().(*turn)
+		t.id, t.sh = id, sh
+		sh.turns[id] = t
 	}
 	t.users++
-	c.mu.Unlock()
+	sh.mu.Unlock()
 
+	select { // a free turn first, without making ctx's Done channel
+	case t.token <- struct{}{}:
+		return t, nil
+	default:
+	}
 	select {
 	case t.token <- struct{}{}:
 		return t, nil
@@ -58,40 +151,56 @@ func (c *Client) take(ctx context.Context, id holdID) (t *turn, err error) {
 	case <-c.closed:
 		err = ErrClosed
 	}
-	c.mu.Lock()
+	sh.mu.Lock()
 	t.users--
-	c.drop(t)
-	c.mu.Unlock()
+	dropped := t.drop()
+	sh.mu.Unlock()
+	if dropped {
+		recycle(t)
+	}
 	return nil, err
 }
 
 // give ends the caller's turn, dropping t from the Client when nobody uses
 // it and nothing is held or unsettled.
 func (c *Client) give(t *turn) {
-	c.mu.Lock()
+	sh := t.sh
+	sh.mu.Lock()
 	t.users--
-	c.drop(t)
-	c.mu.Unlock()
+	dropped := t.drop()
+	sh.mu.Unlock()
 	<-t.token
+	if dropped {
+		recycle(t)
+	}
 }
 
-// drop removes t from the Client's map if it is idle. The caller holds
-// c.mu and, when t.users is 0, the turn or no claim on it: count and
-// unsettled are then stable.
-func (c *Client) drop(t *turn) {
-	if t.users == 0 && t.count == 0 && t.unsettled == 0 && c.turns[t.id] == t {
-		delete(c.turns, t.id)
+// drop removes t from its table if it is idle, and reports whether it
+// did: nobody can reach t then, and once its token is back the caller
+// recycles it. The caller holds t.sh.mu and, when t.users is 0, the turn or
+// no claim on it: count and unsettled are then stable.
+func (t *turn) drop() bool {
+	if t.users == 0 && t.count == 0 && t.unsettled == 0 && t.sh.turns[t.id] == t {
+		delete(t.sh.turns, t.id)
+		return true
 	}
+	return false
+}
+
+// recycle keeps the dropped turn t, its token free, for a later take.
+func recycle(t *turn) {
+	t.id, t.sh, t.hold = holdID{}, nil, nil
+	idleTurns.Put(t)
 }
 
 // setHold makes h the turn's current hold. The caller has the turn. A hold
 // granted after Close collected the Client's holds is ended as they were:
 // nothing would end it otherwise until its lease ran out.
 func (c *Client) setHold(t *turn, h *hold) {
-	c.mu.Lock()
+	t.sh.mu.Lock()
 	t.hold = h
-	closed := c.turns == nil
-	c.mu.Unlock()
+	closed := t.sh.turns == nil
+	t.sh.mu.Unlock()
 	if closed {
 		h.finish(errHoldClosed)
 	}

@@ -56,13 +56,14 @@ type Watchdog struct {
 
 	cancel context.CancelFunc // stops run
 	done   chan struct{}      // closed when run has returned
-	wake   chan struct{}      // Add made an empty wheel non-empty
+	wake   chan struct{}      // Add gave an idle goroutine a hold
 
 	round round // run's working memory, reused from round to round
 
 	mu      sync.Mutex
 	wheel   wheel
 	count   int           // holds added and not yet gone
+	idle    bool          // run waits with no tick armed: Add must wake it
 	closed  bool          // Close has begun
 	sending chan struct{} // while a round is out: closed once it is settled
 }
@@ -126,7 +127,12 @@ func (w *Watchdog) Add(h *Entry) error {
 	h.w, h.phase = w, waiting
 	w.wheel.schedule(h, w.wheel.tickOf(now)+w.wheel.period)
 	w.count++
-	if w.count == 1 {
+	if w.idle {
+		// Only an idle goroutine is woken: one with a tick armed renews
+		// h in time (its first renewal is a period away, ticks are
+		// shorter), and a wake-up per Add would cost every Lock a
+		// goroutine switch.
+		w.idle = false
 		select {
 		case w.wake <- struct{}{}:
 		default:
@@ -224,11 +230,13 @@ func (w *Watchdog) run(ctx context.Context) {
 }
 
 // nextTick returns when the next tick begins, and false when no hold is
-// registered, so that an idle Watchdog does not wake up.
+// registered, so that an idle Watchdog does not wake up: it is then idle
+// until Add wakes it.
 func (w *Watchdog) nextTick() (time.Time, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.count == 0 {
+		w.idle = true
 		return time.Time{}, false
 	}
 	return w.wheel.at(w.wheel.cursor + 1), true

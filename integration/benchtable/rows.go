@@ -103,6 +103,13 @@ var rows = slices.Concat([]row{
 		},
 	},
 	{
+		title: "Lock+Unlock, 1 goroutine: p50 (µs)", bench: "LockUnlock", unit: "p50-µs",
+		floor: roundTrips(2),
+		target: func(c cells) (string, bool) {
+			return "≤ 2× floor, no peer faster (issue 25)", c.floorAtMost(2) && c.bestAtMost(1)
+		},
+	},
+	{
 		title: "Lock+Unlock: client CPU per cycle (µs)", bench: "LockUnlock", unit: "cpu-µs/op",
 		floor: floorOf("Floor/roundtrip", "cpu-µs/op", 2, 1),
 	},

@@ -4,7 +4,8 @@
 // each hold and handoff as it happens, and ends by checking from the fencing
 // tokens that no two workers ever held the lock at once. Last, it prints a summary of the metrics the locks reported
 // through rlockotel (acquisitions, waits, lost holds), read from the
-// OpenTelemetry SDK's manual reader.
+// OpenTelemetry SDK's manual reader, and the locks a last Client holds, as
+// Client.Locks lists them.
 //
 //	go run ./integration/demo
 package main
@@ -65,5 +66,5 @@ func run(clients, workers, rounds int) error {
 	if s.acquisitions != uint64(len(sections)) || s.lost != 0 {
 		return fmt.Errorf("the metrics disagree with the run: %v for %d sections", s, len(sections))
 	}
-	return nil
+	return showLocks(ctx, srv.Addr())
 }

@@ -88,8 +88,15 @@ func NewGrouped(prefix, group, name string) Keys {
 // fromBase returns the keys built on base. Every suffix starts with ':': a
 // base made by New ends at its tag's '}' and a grouped name holds no ':', so
 // no key's suffix can be read as part of another lock's base.
+//
+// The four suffixed keys are cut from one string, one allocation for all.
 func fromBase(base string) Keys {
-	return Keys{Hash: base, Channel: base + ":unlock", Token: base + ":token", Fence: base + ":fence", Queue: base + ":queue"}
+	all := base + ":unlock" + base + ":token" + base + ":fence" + base + ":queue"
+	n := len(base)
+	channel, all := all[:n+7], all[n+7:]
+	token, all := all[:n+6], all[n+6:]
+	fence, queue := all[:n+6], all[n+6:]
+	return Keys{Hash: base, Channel: channel, Token: token, Fence: fence, Queue: queue}
 }
 
 // escape percent-encodes '%' and special in s, and nothing else.

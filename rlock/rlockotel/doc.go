@@ -1,5 +1,5 @@
 // Package rlockotel reports what rlock's locks do as OpenTelemetry spans and
-// metrics: it implements rlock.Hooks on go.opentelemetry.io/otel, so that
+// metrics: it implements rlock.Hooks and rlock.DoHooks on go.opentelemetry.io/otel, so that
 // the rlock package itself does not depend on OpenTelemetry (as rueidisotel
 // does for rueidis).
 //
@@ -22,6 +22,8 @@
 // rlock.outcome, and for an acquire rlock.attempts, rlock.wakeups,
 // rlock.wait_ms, rlock.reentry, rlock.hold_count and rlock.fencing_token;
 // for a release rlock.hold_count (the levels left) and rlock.fencing_token.
+// rlock.do covers one Do (a guarded write), with rlock.outcome (ran, lost,
+// not_held, …), rlock.commands and rlock.fencing_token.
 // A call that returned an error has status Error. An acquire that waited
 // has the event "rlock.wait" when its wait began.
 //
@@ -33,6 +35,7 @@
 //	rlock.acquire.duration      histogram     whole acquire calls, by rlock.outcome
 //	rlock.acquire.wait          histogram     time acquire calls waited, by rlock.outcome (0: no wait)
 //	rlock.release.duration      histogram     Unlock calls, by rlock.outcome
+//	rlock.do.duration           histogram     Do calls (guarded writes), by rlock.outcome
 //	rlock.hold.duration         histogram     holds from first level to end, by rlock.reason
 //	rlock.held                  up-down       holds of this process now
 //	rlock.waiting               up-down       acquire calls waiting now

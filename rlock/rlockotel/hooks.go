@@ -67,6 +67,27 @@ func (h *Hooks) ReleaseEnd(ctx context.Context, e rlock.ReleaseEnd) {
 	end(span, e.Err)
 }
 
+// DoStart starts the span of a guarded write (Do).
+func (h *Hooks) DoStart(ctx context.Context, l rlock.LockRef) context.Context {
+	return h.start(ctx, "rlock.do", l)
+}
+
+// DoEnd ends the span and records the call's duration by outcome: "ran",
+// or "lost" and "not_held" for a write refused because the caller did not
+// hold the lock in Redis.
+func (h *Hooks) DoEnd(ctx context.Context, e rlock.DoEnd) {
+	h.doDuration.Record(ctx, e.Duration.Seconds(), h.set(e.LockRef, outcomeKey, string(e.Outcome)).rec...)
+	span := trace.SpanFromContext(ctx)
+	if span.IsRecording() {
+		attrs := []attribute.KeyValue{outcomeKey.String(string(e.Outcome)), commandsKey.Int(e.Commands), {}}[:2]
+		if e.Token != 0 {
+			attrs = append(attrs, tokenKey.Int64(e.Token))
+		}
+		span.SetAttributes(attrs...)
+	}
+	end(span, e.Err)
+}
+
 // HoldStart counts the hold as held.
 func (h *Hooks) HoldStart(e rlock.HoldStart) {
 	h.held.Add(context.Background(), 1, h.set(e.LockRef, "", "").add...)

@@ -72,6 +72,7 @@ type Hooks struct {
 	acquireDuration metric.Float64Histogram
 	acquireWait     metric.Float64Histogram
 	releaseDuration metric.Float64Histogram
+	doDuration      metric.Float64Histogram
 	holdDuration    metric.Float64Histogram
 	held            metric.Int64UpDownCounter
 	waiting         metric.Int64UpDownCounter
@@ -85,7 +86,10 @@ type Hooks struct {
 	sets map[setKey]measure // attribute sets, made once each
 }
 
-var _ rlock.Hooks = (*Hooks)(nil)
+var (
+	_ rlock.Hooks   = (*Hooks)(nil)
+	_ rlock.DoHooks = (*Hooks)(nil)
+)
 
 // durationBounds are the histogram buckets, in seconds: from a fast local
 // round trip to an hour-long hold.
@@ -129,6 +133,7 @@ func New(opts ...Option) (*Hooks, error) {
 	h.acquireDuration = histogram("rlock.acquire.duration", "Duration of lock acquire calls.")
 	h.acquireWait = histogram("rlock.acquire.wait", "Time lock acquire calls waited for the lock (0 when they did not wait).")
 	h.releaseDuration = histogram("rlock.release.duration", "Duration of Unlock calls.")
+	h.doDuration = histogram("rlock.do.duration", "Duration of guarded writes (Do calls).")
 	h.holdDuration = histogram("rlock.hold.duration", "Duration of holds, from the first level to their end.")
 	h.held = upDown("rlock.held", "Holds of this process.")
 	h.waiting = upDown("rlock.waiting", "Acquire calls waiting for a lock.")
@@ -156,6 +161,7 @@ const (
 	reentryKey  = attribute.Key("rlock.reentry")
 	countKey    = attribute.Key("rlock.hold_count")
 	tokenKey    = attribute.Key("rlock.fencing_token")
+	commandsKey = attribute.Key("rlock.commands")
 )
 
 // setKey names one attribute set: a lock kind and name, and one label.

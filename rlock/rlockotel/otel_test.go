@@ -341,3 +341,44 @@ func TestLostHoldsAndRenewals(t *testing.T) {
 		assert.False(t, has, "no rlock.name on metrics")
 	}
 }
+
+// TestGuardedWrites: a Do that ran and one refused because the lock was
+// lost each end a span of their own, in the caller's trace, and count in
+// rlock.do.duration by outcome.
+func TestGuardedWrites(t *testing.T) {
+	tel := newTelemetry(t)
+	name := "orders:" + redistest.LockName(t)
+	c := tel.locks(t, named)
+	mu := c.Mutex(name)
+	raw := redistest.Shared(t).Client(t)
+
+	ctx, job := tel.tp.Tracer("test").Start(t.Context(), "job")
+	lctx, err := mu.Lock(ctx)
+	require.NoError(t, err)
+	token, ok := mu.FencingToken(lctx)
+	require.True(t, ok)
+	_, err = mu.Do(lctx, raw.B().Set().Key(mu.Key("total")).Value("1").Build(), raw.B().Get().Key(mu.Key("total")).Build())
+	require.NoError(t, err)
+	require.NoError(t, raw.Do(t.Context(), raw.B().Del().Key(keys.New(rlock.DefaultKeyPrefix, name).Hash).Build()).Error())
+	_, err = mu.Do(lctx, raw.B().Set().Key(mu.Key("total")).Value("2").Build())
+	require.ErrorIs(t, err, rlock.ErrLockLost, "the lock was deleted under its holder")
+	assert.ErrorIs(t, mu.Unlock(lctx), rlock.ErrNotHeld)
+	job.End()
+
+	dos := tel.spansNamed("rlock.do")
+	require.Len(t, dos, 2, "one span per Do")
+	for _, s := range dos {
+		assert.Equal(t, job.SpanContext().SpanID(), s.Parent.SpanID(), "a child of the caller's span")
+		assert.Equal(t, "orders", attr(s, "rlock.name").AsString())
+		assert.Equal(t, token, attr(s, "rlock.fencing_token").AsInt64())
+	}
+	assert.Equal(t, "ran", attr(dos[0], "rlock.outcome").AsString())
+	assert.Equal(t, int64(2), attr(dos[0], "rlock.commands").AsInt64())
+	assert.Equal(t, codes.Unset, dos[0].Status.Code)
+	assert.Equal(t, "lost", attr(dos[1], "rlock.outcome").AsString())
+	assert.Equal(t, codes.Error, dos[1].Status.Code)
+	n, _ := tel.histogram(t, "rlock.do.duration", outcome(rlock.OutcomeRan))
+	assert.Equal(t, uint64(1), n)
+	n, _ = tel.histogram(t, "rlock.do.duration", outcome(rlock.OutcomeLost))
+	assert.Equal(t, uint64(1), n)
+}

@@ -1,0 +1,81 @@
+package rlock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlock/rlock/internal/redistest"
+	"github.com/rlock/rlock/rlock"
+)
+
+// TestForceWakesEveryWaiter: an operator's ForceUnlock of an RWMutex held
+// for writing lets both readers waiting on two other Clients in at once,
+// and a Semaphore's ForceRelease lets its waiter in; neither waits out the
+// holder's lease (30 s). The holder's own Client ends its hold's context
+// when the force comes from it.
+func TestForceWakesEveryWaiter(t *testing.T) {
+	s := redistest.Setup{Node: redistest.Shared(t)}
+	raw := s.Client(t)
+	// soon bounds a wake-up: far below the 30 s lease a missed one would
+	// wait, far above a loaded machine's round trip.
+	const soon = 10 * time.Second
+
+	t.Run("RWMutex", func(t *testing.T) {
+		name := redistest.LockName(t)
+		holder := newRlock(t, s.Client(t))
+		wctx, err := holder.RWMutex(name).Lock(t.Context())
+		require.NoError(t, err)
+		got := make(chan error, 2)
+		for range 2 {
+			reader := newRlock(t, s.Client(t)).RWMutex(name)
+			go func() {
+				ctx, cancel := context.WithTimeout(t.Context(), soon)
+				defer cancel()
+				rctx, err := reader.RLock(ctx)
+				if err == nil {
+					err = reader.RUnlock(rctx)
+				}
+				got <- err
+			}()
+		}
+		waitWaiting(t, raw, rwKeys(name), 2)
+		forced, err := holder.RWMutex(name).ForceUnlock(t.Context())
+		require.NoError(t, err)
+		assert.True(t, forced, "there was a lock to delete")
+		assert.ErrorIs(t, context.Cause(wctx), rlock.ErrLockLost, "the forcing Client's own hold ended")
+		for range 2 {
+			assert.NoError(t, receive(t, got, "a reader after ForceUnlock"))
+		}
+	})
+	t.Run("Semaphore", func(t *testing.T) {
+		name := redistest.LockName(t)
+		holder := newRlock(t, s.Client(t)).Semaphore(name)
+		_, err := holder.TrySetPermits(t.Context(), 1)
+		require.NoError(t, err)
+		_, err = holder.Acquire(t.Context())
+		require.NoError(t, err)
+		waiter := newRlock(t, s.Client(t)).Semaphore(name)
+		got := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(t.Context(), soon)
+			defer cancel()
+			pctx, err := waiter.Acquire(ctx)
+			if err == nil {
+				err = waiter.Release(pctx)
+			}
+			got <- err
+		}()
+		waitWaiting(t, raw, semaphoreKeys(name), 1)
+		forced, err := newRlock(t, s.Client(t)).Semaphore(name).ForceRelease(t.Context())
+		require.NoError(t, err)
+		assert.True(t, forced, "a permit was out")
+		assert.NoError(t, receive(t, got, "the waiter after ForceRelease"))
+		n, err := waiter.Available(t.Context())
+		require.NoError(t, err)
+		assert.Equal(t, 1, n, "the permits stay")
+	})
+}
