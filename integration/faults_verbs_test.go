@@ -46,7 +46,9 @@ var fixedLeaseVerbs = []fixedLeaseVerb{
 			return c.Semaphore(n).AcquireFor(ctx, time.Minute)
 		},
 		func(c *rlock.Client, n string, ctx context.Context) error { return c.Semaphore(n).Release(ctx) },
-		func(c *rlock.Client, n string, ctx context.Context) (int, error) { return c.Semaphore(n).HoldCount(ctx) }},
+		func(c *rlock.Client, n string, ctx context.Context) (int, error) {
+			return c.Semaphore(n).HoldCount(ctx)
+		}},
 }
 
 // TestFaultFixedLeaseVerbsLostReplies loses, after each ran, the reply of
