@@ -415,8 +415,9 @@
 //	hooks.go       traceAcquire (and acquireTrace.end at the last step)
 //	acquire.go   attempt
 //	turn.go        Client.take: the owner's turn (and Client.give after)
-//	acquire.go   ask → acquireCall
-//	request.go     Client.exchange: stamp seq and superseded, EVALSHA
+//	acquire.go   ask → acquireCallIn (a pooled argument array)
+//	request.go     Client.exchangeInto → exchangeMessage: stamp seq and
+//	               superseded, EVALSHA; the reply read into a stack array
 //	acquire.go   parseGrant → keep
 //	hold.go        newHold (HoldStart), hold.record → watchdog.Add
 //	acquire.go   bound → hold.bind: the lock context; end
@@ -430,8 +431,8 @@
 //	mutex.go     Mutex.Unlock → lock.unlock
 //	release.go   unlock → unlockLevel (traceRelease in hooks.go)
 //	turn.go        Client.take (and Client.give after)
-//	release.go   release → releaseCall
-//	request.go     Client.exchange
+//	release.go   release → releaseCallIn
+//	request.go     Client.exchangeInto
 //	release.go   parseRelease
 //	hold.go        hold.finish at 0: lifetime.end, watchdog.Remove, HoldEnd
 //
