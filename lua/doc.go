@@ -152,6 +152,12 @@
 // F is an owner field, <clientID>:<ownerToken>, which names one owner of
 // one Client; C is a Client's id.
 //
+// The kind is part of the key: a Mutex's keys are on the base itself, an
+// RWMutex's on base:rw, a FairMutex's on base:fair, a Semaphore's on
+// base:semaphore and a CountDownLatch's on base:latch, each laid out as
+// below on its own base, so that the kinds of one name share a slot and
+// nothing else. Below, P{N'} is the base of the kind in question.
+//
 // Mutex (acquire.lua, release.lua) and FairMutex (fair_*.lua):
 //
 //	P{N'}          hash    F -> hold count; F#seq -> the seq of F's latest call that applied;
@@ -184,11 +190,9 @@
 // the live waiter longest in the queue, and publishes on the channel
 // '@<W> <seq> <token>' to that waiter (its seq on the lock is its queued
 // call's) and '@<next> next <ms>' to the waiter after it: if W died, the
-// lock expires in ms, and that waiter must ask for it then. A Mutex and a
-// FairMutex of one name are the same lock in Redis, but a Mutex that takes
-// it passes the queue by.
+// lock expires in ms, and that waiter must ask for it then.
 //
-// RWMutex (rw_*.lua, rw.lua): the keys of a Mutex of the same name, whose
+// RWMutex (rw_*.lua, rw.lua): a Mutex's keys, on its own base, whose
 // hash holds, for owner base B (<clientID>:<ownerToken>):
 //
 //	B:r -> read count, B:r#seq, B:r#exp     a read hold, with its own lease's end

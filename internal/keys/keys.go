@@ -7,7 +7,8 @@
 //
 // and are the base itself (the hash), base+":unlock" (the channel),
 // base+":token" (the fencing counter), base+":fence" (the give-up fences)
-// and base+":queue" (a fair lock's waiters, a linked list: see Keys.Queue).
+// and base+":queue" (a fair lock's waiters, or a Mutex's waiting Clients:
+// see Keys.Queue).
 // enc percent-encodes '%' and '}', so the lock's hash tag always ends at the
 // brace New adds, and all keys of a lock share one Cluster slot: the one of
 // enc(N), or of enc(G) for every lock of group G. enc2 percent-encodes '%'
@@ -38,8 +39,9 @@ type Keys struct {
 	// in one hash: per waiter W the fields W (queued), W#exp (the Redis
 	// time in ms at which its own lease ends), W#seq (its latest call that
 	// applied), W#lease (the lease to grant it), W#prev and W#next (its
-	// neighbours), and #head and #last, the first and the last waiter.
-	// lua/queue.lua keeps it.
+	// neighbours), and #head and #last, the first and the last waiter
+	// (lua/queue.lua keeps it); for a Mutex, the sorted set of the Clients
+	// that wait (lua/waiting.lua).
 	Queue string
 }
 
