@@ -173,9 +173,9 @@
 // would run out (an expiring lock publishes nothing). One Unlock wakes one
 // waiter in the whole deployment: Redis records which Clients wait, and
 // the Unlock wakes the longest-waiting waiter of the Client that has
-// waited longest. (A Client closed, or whose process died, while it waited
-// swallows that wake-up; the next waiter then asks when the lease it was
-// told of runs out.)
+// waited longest. (A Client whose process died while it waited swallows
+// that wake-up; the next waiter then asks when the lease it was told of
+// runs out. A Client closed while it waits passes it on.)
 //
 // # RWMutex
 //

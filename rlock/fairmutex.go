@@ -28,8 +28,8 @@ import (
 //
 // Everything else is as for Mutex: ownership through the context, loss,
 // fencing tokens, the watchdog, Close, one Cluster slot per lock. A
-// FairMutex and a Mutex of the same name are the same lock in Redis; a
-// Mutex that takes it passes the queue by, so do not mix them.
+// FairMutex is a resource of its own: a Mutex or RWMutex of the same name
+// neither excludes nor waits for it.
 type FairMutex struct {
 	l lock // not embedded: its acquire waits on the channel, FairMutex's in the queue
 }
