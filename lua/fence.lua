@@ -29,3 +29,14 @@ end
 local function staleCall(fences, owner, last, seq)
     return last >= seq or tonumber(redis.call('hget', fences, owner) or '0') >= seq
 end
+
+-- hashTypes returns hash's type ('hash' or 'none'), or nil and the error
+-- reply a request answers when hash or fences holds something other than
+-- a hash (something other than rlock wrote it); what names the primitive.
+local function hashTypes(what, hash, fences)
+    local h, f = redis.call('type', hash).ok, redis.call('type', fences).ok
+    if (h ~= 'hash' and h ~= 'none') or (f ~= 'hash' and f ~= 'none') then
+        return nil, redis.error_reply('WRONGTYPE ' .. what .. ' key ' .. hash .. ' or ' .. fences .. ' is not a hash')
+    end
+    return h
+end

@@ -37,9 +37,9 @@ local hash, fences, client = KEYS[1], KEYS[3], ARGV[1]
 local seq, first, superseded = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[5])
 local seqField = client .. '#seq'
 
-local htype, ftype = redis.call('type', hash).ok, redis.call('type', fences).ok
-if (htype ~= 'hash' and htype ~= 'none') or (ftype ~= 'hash' and ftype ~= 'none') then
-    return redis.error_reply('WRONGTYPE latch key ' .. hash .. ' or ' .. fences .. ' is not a hash')
+local _, wrong = hashTypes('latch', hash, fences)
+if wrong then
+    return wrong
 end
 local state = redis.call('hmget', hash, 'count', seqField)
 local count, last = tonumber(state[1] or '0'), tonumber(state[2] or '0')

@@ -45,9 +45,9 @@ local hash, fences, client, permit = KEYS[1], KEYS[3], ARGV[1], ARGV[7]
 local seq, first, superseded = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[5])
 local seqField = client .. '#seq'
 
-local htype, ftype = redis.call('type', hash).ok, redis.call('type', fences).ok
-if (htype ~= 'hash' and htype ~= 'none') or (ftype ~= 'hash' and ftype ~= 'none') then
-    return redis.error_reply('WRONGTYPE semaphore key ' .. hash .. ' or ' .. fences .. ' is not a hash')
+local htype, wrong = hashTypes('semaphore', hash, fences)
+if wrong then
+    return wrong
 end
 local last = tonumber(redis.call('hget', fences, seqField) or '0')
 if staleCall(fences, client, last, seq) then

@@ -6,6 +6,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/rlock/rlock/rlock"
@@ -55,16 +56,22 @@ func (h *Hooks) ReleaseStart(ctx context.Context, l rlock.LockRef) context.Conte
 
 // ReleaseEnd ends the span and records the call's duration.
 func (h *Hooks) ReleaseEnd(ctx context.Context, e rlock.ReleaseEnd) {
-	h.releaseDuration.Record(ctx, e.Duration.Seconds(), h.set(e.LockRef, outcomeKey, string(e.Outcome)).rec...)
+	h.endCall(ctx, h.releaseDuration, e.LockRef, e.Outcome, countKey.Int(e.Left), e.Token, e.Duration, e.Err)
+}
+
+// endCall records a call's duration in hist by outcome, and ends its span
+// with the outcome, what, and the fencing token, if any.
+func (h *Hooks) endCall(ctx context.Context, hist metric.Float64Histogram, l rlock.LockRef, outcome rlock.Outcome, what attribute.KeyValue, token int64, d time.Duration, err error) {
+	hist.Record(ctx, d.Seconds(), h.set(l, outcomeKey, string(outcome)).rec...)
 	span := trace.SpanFromContext(ctx)
 	if span.IsRecording() {
-		attrs := []attribute.KeyValue{outcomeKey.String(string(e.Outcome)), countKey.Int(e.Left), {}}[:2]
-		if e.Token != 0 {
-			attrs = append(attrs, tokenKey.Int64(e.Token))
+		attrs := []attribute.KeyValue{outcomeKey.String(string(outcome)), what, {}}[:2]
+		if token != 0 {
+			attrs = append(attrs, tokenKey.Int64(token))
 		}
 		span.SetAttributes(attrs...)
 	}
-	end(span, e.Err)
+	end(span, err)
 }
 
 // DoStart starts the span of a guarded write (Do).
@@ -76,16 +83,7 @@ func (h *Hooks) DoStart(ctx context.Context, l rlock.LockRef) context.Context {
 // or "lost" and "not_held" for a write refused because the caller did not
 // hold the lock in Redis.
 func (h *Hooks) DoEnd(ctx context.Context, e rlock.DoEnd) {
-	h.doDuration.Record(ctx, e.Duration.Seconds(), h.set(e.LockRef, outcomeKey, string(e.Outcome)).rec...)
-	span := trace.SpanFromContext(ctx)
-	if span.IsRecording() {
-		attrs := []attribute.KeyValue{outcomeKey.String(string(e.Outcome)), commandsKey.Int(e.Commands), {}}[:2]
-		if e.Token != 0 {
-			attrs = append(attrs, tokenKey.Int64(e.Token))
-		}
-		span.SetAttributes(attrs...)
-	}
-	end(span, e.Err)
+	h.endCall(ctx, h.doDuration, e.LockRef, e.Outcome, commandsKey.Int(e.Commands), e.Token, e.Duration, e.Err)
 }
 
 // HoldStart counts the hold as held.
