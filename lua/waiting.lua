@@ -12,45 +12,68 @@
 -- that is gone, costs a broadcast ('unlocked': one waiter in every Client)
 -- rather than a lost wake-up, so the record is a saving, never a promise:
 -- a key of the wrong type, or one that expired, only makes the release
--- wake every Client as before. The key expires a watchdog lease after the
--- holder's lease at the latest mark.
+-- wake every Client as before. A woken Client keeps its place as a mark
+-- ('!' .. C): if its waiter loses the freed lock to an owner passing by,
+-- its refusal puts it back where it was, ahead of the Clients that came
+-- after it, rather than last. The key expires a watchdog lease after the
+-- holder's lease at the latest refusal.
 
 -- clientOf is the Client id of owner field f (<clientID>:<ownerToken>).
 local function clientOf(f)
     return string.match(f, '^[^:]*')
 end
 
+-- woken is what a woken Client's mark adds to its score: a mark (member
+-- '!' .. C) sorts after every Client still to be woken, and keeps the
+-- place C had. 2^52 µs: Redis times stay exact doubles beside it.
+local woken = 4503599627370496
+
 -- recordWaiting records owner's Client in record as waiting, keeping its
--- place if it is there, for a hold that has pttl ms left (-1: none), and
--- lengthens the record's life to that plus lease ms.
+-- place if it is there, or getting back the place it had when a release
+-- woke it (its mark) and it lost the lock to another owner; for a hold
+-- that has pttl ms left (-1: none), and lengthens the record's life to
+-- that plus lease ms.
 local function recordWaiting(record, owner, pttl, lease)
-    local now = redis.call('time')
-    local us = string.format('%d', tonumber(now[1]) * 1000000 + tonumber(now[2]))
-    if type(redis.pcall('zadd', record, 'nx', us, clientOf(owner))) ~= 'number' then
+    local c = clientOf(owner)
+    local place = redis.pcall('zscore', record, '!' .. c)
+    if type(place) == 'table' then
         return -- not a record: releases wake every Client
+    end
+    if place then
+        redis.call('zrem', record, '!' .. c)
+        redis.call('zadd', record, tonumber(place) - woken, c)
+    else
+        local now = redis.call('time')
+        redis.call('zadd', record, 'nx', string.format('%d', tonumber(now[1]) * 1000000 + tonumber(now[2])), c)
     end
     redis.call('pexpire', record, math.max(pttl, 0) + tonumber(lease))
 end
 
--- unrecordWaiting takes owner's Client out of record, and returns 1 if it
--- was there, 0 if not (a release took it out to wake it, or it never
--- waited).
+-- unrecordWaiting takes owner's Client out of record, its mark too, and
+-- returns 1 if it was there to be woken, 0 if not (a release woke it, or
+-- it never waited).
 local function unrecordWaiting(record, owner)
-    local n = redis.pcall('zrem', record, clientOf(owner))
+    local c = clientOf(owner)
+    local n = redis.pcall('zrem', record, c)
     if type(n) ~= 'number' then
         return 1 -- not a record: there is nothing to pass on
     end
+    redis.call('zrem', record, '!' .. c)
     return n
 end
 
--- wakeNext takes the Client longest in record out of it and publishes
--- '@<clientID>' on channel with pub ('publish' or 'spublish'); it returns
--- false when record holds no Client (or is not a record).
+-- wakeNext takes the Client longest in record out of it, marks its place
+-- (woken), and publishes '@<clientID>' on channel with pub ('publish' or
+-- 'spublish'); it returns false when record holds no Client to wake (or
+-- is not a record). A Client that died is woken once: its mark is never
+-- woken again, and goes with the record.
 local function wakeNext(record, channel, pub)
-    local popped = redis.pcall('zpopmin', record)
-    if type(popped) ~= 'table' or popped.err or not popped[1] then
+    local first = redis.pcall('zrange', record, 0, 0, 'withscores')
+    if type(first) ~= 'table' or first.err or not first[1] or string.sub(first[1], 1, 1) == '!' then
         return false
     end
-    redis.call(pub, channel, '@' .. popped[1])
+    redis.call('zrem', record, first[1])
+    redis.call('zadd', record, tonumber(first[2]) + woken, '!' .. first[1])
+    redis.call(pub, channel, '@' .. first[1])
     return true
 end

@@ -2,6 +2,7 @@ package lua_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,6 +86,39 @@ func TestOwnerPassingByMarks(t *testing.T) {
 	assertNoMessage(t, rc, k, messages)
 }
 
+// TestWokenClientKeepsItsPlace: a Client woken by a release whose waiter
+// then loses the lock to an owner passing by is refused back into its old
+// place, ahead of the Clients recorded after it, so the next release wakes
+// it again; a woken Client that never asks again (its process died) is not
+// woken twice.
+func TestWokenClientKeepsItsPlace(t *testing.T) {
+	node := redistest.Shared(t)
+	rc := node.Client(t)
+	k := lockKeys(t)
+	messages := listen(t, node, k.Channel)
+
+	require.Equal(t, lua.Granted, lua.Code(call{owner: "H:1", seq: 1, count: 1}.acquire(t, rc, k)[0]))
+	for _, o := range []string{"A:1", "B:1", "D:1"} {
+		require.Equal(t, lua.Refused, lua.Code(call{owner: o, seq: 1, count: 1, waiting: true}.acquire(t, rc, k)[0]))
+	}
+	require.Equal(t, reply(lua.Freed, 0), call{owner: "H:1", seq: 2, count: 0}.release(t, rc, k))
+	assert.Equal(t, "@A", next(t, messages))
+	require.Equal(t, lua.Granted, lua.Code(call{owner: "X:1", seq: 1, count: 1}.acquire(t, rc, k)[0]), "X passes A by")
+	require.Equal(t, lua.Refused, lua.Code(call{owner: "A:1", seq: 2, count: 1, waiting: true}.acquire(t, rc, k)[0]))
+	assert.Equal(t, []string{"A", "B", "D"}, waitingClients(t, rc, k), "A is back in its place")
+	require.Equal(t, reply(lua.Freed, 0), call{owner: "X:1", seq: 2, count: 0}.release(t, rc, k))
+	assert.Equal(t, "@A", next(t, messages), "A again, not B")
+
+	// A dies without asking again: the next releases wake B, then D.
+	require.Equal(t, lua.Granted, lua.Code(call{owner: "Y:1", seq: 1, count: 1}.acquire(t, rc, k)[0]))
+	require.Equal(t, reply(lua.Freed, 0), call{owner: "Y:1", seq: 2, count: 0}.release(t, rc, k))
+	assert.Equal(t, "@B", next(t, messages), "a dead Client is woken once")
+	require.Equal(t, lua.Granted, lua.Code(call{owner: "Y:1", seq: 3, count: 1}.acquire(t, rc, k)[0]))
+	require.Equal(t, reply(lua.Freed, 0), call{owner: "Y:1", seq: 4, count: 0}.release(t, rc, k))
+	assert.Equal(t, "@D", next(t, messages))
+	assertNoMessage(t, rc, k, messages)
+}
+
 // TestWithdrawPassesWakeOn: a Client whose last waiter gives up leaves the
 // record. If a release took it out to wake it and the lock is still free,
 // the wake-up goes on to the next Client recorded; if it was still
@@ -111,13 +145,19 @@ func TestWithdrawPassesWakeOn(t *testing.T) {
 	assertNoMessage(t, rc, k, messages)
 }
 
-// waitingClients returns the Clients recorded as waiting on k's lock,
-// longest waiting first.
+// waitingClients returns the Clients recorded as waiting on k's lock to be
+// woken, longest waiting first (not the marks of those woken).
 func waitingClients(t *testing.T, rc rueidis.Client, k keys.Keys) []string {
 	t.Helper()
 	ids, err := rc.Do(t.Context(), rc.B().Zrange().Key(k.Queue).Min("0").Max("-1").Build()).AsStrSlice()
 	require.NoError(t, err)
-	return ids
+	var out []string
+	for _, id := range ids {
+		if !strings.HasPrefix(id, "!") {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // listen subscribes to channel on a client of its own and returns the
