@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -102,6 +104,7 @@ func TestReliabilityRWRedisPaused(t *testing.T) {
 		wg.Go(func() { w.run(t.Context(), deadline) })
 	}
 	time.Sleep(run / 4) // the workload runs a quarter of its time before the fault
+	awaitRWHolder(t, lockNode.Client(t), rwKeys(name).Hash)
 	fault := Op{Kind: opFault, Proc: "harness", Start: monoNow(), Detail: "lock node paused"}
 	require.NoError(t, lockNode.Pause(t.Context()))
 	time.Sleep(pause) // the fault: the lock node stays paused this long
@@ -124,6 +127,25 @@ func TestReliabilityRWRedisPaused(t *testing.T) {
 	assert.Positive(t, v.reads, "readers read")
 	assert.Positive(t, v.sections, "writers counted")
 	assert.Positive(t, v.lost, "the pause cost holders their holds")
+}
+
+// awaitRWHolder waits until the read-write lock whose hash is hash has a
+// holder, so that the fault that follows hits a hold: a pause between
+// holds would cost nobody theirs.
+func awaitRWHolder(t *testing.T, rc rueidis.Client, hash string) {
+	t.Helper()
+	redistest.Eventually(t, "a holder of "+hash, func(ctx context.Context) error {
+		fields, err := rc.Do(ctx, rc.B().Hkeys().Key(hash).Build()).AsStrSlice()
+		if err != nil {
+			return err
+		}
+		for _, f := range fields {
+			if strings.HasSuffix(f, ":r") || strings.HasSuffix(f, ":w") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no holder among %v", fields)
+	})
 }
 
 // look is a reader's critical section: it reads the counter twice, a
