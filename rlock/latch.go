@@ -103,15 +103,11 @@ func (d *CountDownLatch) CountDown(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return l.wrap(fmt.Errorf("rlock: count down: %w", doneErr(ctx)))
 	}
-	// One Client's requests on a latch take turns, as an owner's on a lock
-	// do: the script tells a request's calls from the ones before by first,
-	// a number reserved before them and below theirs.
-	t, err := l.c.take(ctx, holdID{key: l.keys.Value().Hash, field: l.c.id})
+	t, first, err := l.clientTurn(ctx)
 	if err != nil {
 		return l.wrap(fmt.Errorf("rlock: count down: %w", err))
 	}
 	defer l.c.give(t)
-	first := strconv.FormatUint(l.c.seq.Add(1), 10)
 	rctx, cancel := context.WithTimeout(ctx, l.c.cfg.retryTimeout)
 	_, err = l.countDown(rctx, t, first, true)
 	cancel()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/rlock/rlock/lua"
@@ -87,12 +86,11 @@ func (s *Semaphore) ReleasePermit(ctx context.Context, id string) error {
 	}
 	rctx, cancel := l.c.detached(ctx)
 	defer cancel()
-	t, err := l.c.take(rctx, holdID{key: l.keys.Value().Hash, field: l.c.id})
+	t, first, err := l.clientTurn(rctx)
 	if err != nil {
 		return l.wrap(fmt.Errorf("rlock: release permit: %w", err))
 	}
 	defer l.c.give(t)
-	first := strconv.FormatUint(l.c.seq.Add(1), 10)
 	k := l.keys.Value()
 	call := scriptCall{
 		keys: []string{k.Hash, k.Channel, k.Fence},
@@ -125,7 +123,7 @@ func (s *Semaphore) ExtendPermit(ctx context.Context, id string, lease time.Dura
 	if err := checkPermitID(id); err != nil {
 		return l.wrap(err)
 	}
-	if err := permitLease(lease); err != nil {
+	if err := validLease(lease); err != nil {
 		return l.wrap(err)
 	}
 	n, err := lua.SemaphorePermitExtend.Exec(ctx, l.c.rc, []string{l.keys.Value().Hash}, []string{permitPrefix + id, millis(lease)}).AsInt64()
@@ -148,7 +146,7 @@ func (s *Semaphore) acquirePermit(ctx context.Context, wait, lease time.Duration
 	if err := l.check(ctx); err != nil {
 		return "", false, l.wrap(err)
 	}
-	if err := permitLease(lease); err != nil {
+	if err := validLease(lease); err != nil {
 		return "", false, l.wrap(err)
 	}
 	if ctx.Err() != nil {
@@ -246,15 +244,6 @@ func (l *lock) keepPermit(ctx context.Context, t *turn, acked bool, acks int64, 
 	if ctx.Err() != nil {
 		l.giveBack(ctx, t, 0, "a permit granted to a done context")
 		return ctx.Err()
-	}
-	return nil
-}
-
-// permitLease checks a travelling permit's lease: it has no watchdog, so
-// it must be one that Redis can end.
-func permitLease(lease time.Duration) error {
-	if lease < MinLease {
-		return fmt.Errorf("%w: %w: a permit's lease %v is below %v", ErrInvalidDuration, ErrInvalidArgument, lease, MinLease)
 	}
 	return nil
 }

@@ -250,3 +250,16 @@ func flag(b bool) string {
 	}
 	return "0"
 }
+
+// clientTurn takes the turn of this Client's own requests on r, those
+// whose owner is the Client rather than a context (a latch's count-downs,
+// a semaphore's permit releases), and reserves first: a number below every
+// call of the request, by which the script tells them from the calls
+// before. The caller must give the turn back.
+func (r *resource) clientTurn(ctx context.Context) (t *turn, first string, err error) {
+	t, err = r.c.take(ctx, holdID{key: r.keys.Value().Hash, field: r.c.id})
+	if err != nil {
+		return nil, "", err
+	}
+	return t, strconv.FormatUint(r.c.seq.Add(1), 10), nil
+}
