@@ -44,12 +44,16 @@ const (
 	// NotRun: {NotRun, 0}. (Settling) no call of the request ran the
 	// commands, and none will.
 	NotRun Code = 10
+	// Handed: {Handed, token}. Released down to 0 and handed, in the
+	// same call, to a waiter of the releasing owner's Client, which holds
+	// one level under token (release.lua).
+	Handed Code = 11
 )
 
 var codeNames = [...]string{
 	Refused: "REFUSED", Granted: "GRANTED", Stale: "STALE", NotHeld: "NOT_HELD",
 	StillHeld: "STILL_HELD", Freed: "FREED", Counted: "COUNTED", NotCounted: "NOT_COUNTED",
-	Ran: "RAN", RanEarlier: "RAN_EARLIER", NotRun: "NOT_RUN",
+	Ran: "RAN", RanEarlier: "RAN_EARLIER", NotRun: "NOT_RUN", Handed: "HANDED",
 }
 
 // String returns the code's name in codes.lua, or the number of a code

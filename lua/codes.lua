@@ -29,3 +29,6 @@ local RAN_EARLIER = 9 -- {RAN_EARLIER, 0}: a call of the request whose reply
                       -- was lost ran the commands; they did not run again
 local NOT_RUN = 10    -- {NOT_RUN, 0}: (settling) no call of the request ran
                       -- the commands, and none will
+local HANDED = 11     -- {HANDED, token}: released down to 0 and handed, in
+                      -- the same call, to a waiter of the releasing
+                      -- owner's Client, which holds it under token

@@ -108,6 +108,7 @@
 //	Ran        8  {Ran, results}           do.lua: the holder's commands ran; one result each
 //	RanEarlier 9  {RanEarlier, 0}          do.lua: a call of the request whose reply was lost ran them
 //	NotRun    10  {NotRun, 0}              do.lua, settling: no call of the request ran, none will
+//	Handed    11  {Handed, token}          release.lua: freed and handed to a waiter of the releaser's Client
 //
 // Each script's header names the codes it answers. Every acquire script
 // answers Granted, Refused or Stale, and every release script NotHeld,

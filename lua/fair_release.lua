@@ -31,18 +31,11 @@ local function handOn()
     end
 end
 
--- fenced reports whether a fence stops this call (a fences key that is
--- not a hash stops nothing).
-local function fenced()
-    local f = redis.pcall('hget', fences, owner)
-    return type(f) == 'string' and tonumber(f) >= seq
-end
-
 local held = redis.pcall('hmget', hash, owner, seqField)
 if held.err or not held[1] then
     local queued = redis.pcall('hget', queue, owner .. '#seq')
     if type(queued) == 'string' then
-        if tonumber(queued) >= seq or fenced() then
+        if tonumber(queued) >= seq or fencedUpTo(fences, owner, seq) then
             return {STALE, 0}
         end
         dequeue(queue, owner)

@@ -30,6 +30,14 @@ local function staleCall(fences, owner, last, seq)
     return last >= seq or tonumber(redis.call('hget', fences, owner) or '0') >= seq
 end
 
+-- fencedUpTo reports whether owner's fence stops its calls up to seq: a
+-- later call superseded them. A fences key that is not a hash stops
+-- nothing.
+local function fencedUpTo(fences, owner, seq)
+    local f = redis.pcall('hget', fences, owner)
+    return type(f) == 'string' and tonumber(f) >= seq
+end
+
 -- hashTypes returns hash's type ('hash' or 'none'), or nil and the error
 -- reply a request answers when hash or fences holds something other than
 -- a hash (something other than rlock wrote it); what names the primitive.

@@ -3,6 +3,7 @@
 --@include fence.lua
 --@include hold.lua
 --@include waiting.lua
+--@include token.lua
 -- release: set one owner's hold count lower, exactly once; at 0 the lock is
 -- deleted and, if anyone waits, the unlock channel is told.
 --
@@ -23,8 +24,22 @@
 --         up): it leaves the waiting Clients, and if a release took it
 --         out to wake it and the lock is free, the wake-up goes on to the
 --         next waiting Client. Absent or '0' otherwise.
--- KEYS[4], which every kind is sent (lua/doc.go), is the fair lock's: not
--- read here.
+-- ARGV[8] heir G            a waiter of F's Client, to hand the lock to at
+--                           0 (see below), or absent
+-- ARGV[9] G's seq           a number reserved for the hand-over before the
+--                           request's first call: above G's calls before
+-- ARGV[10] G's lease in ms
+-- KEYS[4] fencing counter   P{N}:token, for G's token
+--
+-- A release to 0 that names G hands the lock to G in the same call rather
+-- than freeing it: G holds one level under a new token, its seq ARGV[9],
+-- and the lease ARGV[10]. It does so only while no other Client is
+-- recorded as waiting (othersWaiting), so a Client's waiters pass the lock
+-- among themselves only until another Client's waiter is refused: the
+-- next release of the lock then frees it and wakes that Client. And only
+-- when no later call of G fenced ARGV[9]: G's Client gave the hand-over up
+-- for lost. A call that finds F holds nothing but G holds the lock under
+-- ARGV[9] is a resend of one that handed it over: it answers as that one.
 --
 -- At 0, a marked lock (see acquire.lua) wakes one waiter: '@<clientID>'
 -- to the Client longest in the waiting Clients, or, when none is
@@ -36,14 +51,31 @@
 --        {STILL_HELD, count} still held, count levels left
 --        {FREED, 0}          released: the key is gone, and waiters were told
 --        {STALE, 0}          a copy of a superseded call; nothing was done
+--        {HANDED, token}     released and handed to G, which holds it under
+--                           token
 --
 -- The lease is left as it is: a release never shortens what a live hold
 -- relies on. allow-oom: releasing must work when Redis is at maxmemory.
-local hash, fences, owner = KEYS[1], KEYS[3], ARGV[1]
+local hash, fences, owner, heir = KEYS[1], KEYS[3], ARGV[1], ARGV[8]
+
+-- handOver gives the lock, deleted, to G (see above) and answers HANDED;
+-- nil when a counter that is not one has no token for it.
+local function handOver()
+    local token = nextToken(KEYS[4])
+    if not token then
+        return nil
+    end
+    redis.call('hset', hash, heir, 1, heir .. '#seq', ARGV[9], 'waiters', 1)
+    redis.call('pexpire', hash, ARGV[10])
+    return {HANDED, token}
+end
 
 local held = redis.pcall('hmget', hash, owner, owner .. '#seq', 'waiters')
 if held.err or not held[1] then
     fence(fences, owner, tonumber(ARGV[5]), ARGV[6])
+    if heir and not held.err and redis.call('hget', hash, heir .. '#seq') == ARGV[9] then
+        return {HANDED, tonumber(redis.call('get', KEYS[4]))}
+    end
     if ARGV[7] == '1' and unrecordWaiting(KEYS[5], owner) == 0 and not held.err and redis.call('exists', hash) == 0 then
         wakeNext(KEYS[5], KEYS[2], ARGV[4])
     end
@@ -54,6 +86,12 @@ if lowered then
     return lowered
 end
 redis.call('del', hash)
+if heir and not othersWaiting(KEYS[5], owner) and not fencedUpTo(fences, heir, tonumber(ARGV[9])) then
+    local handed = handOver()
+    if handed then
+        return handed
+    end
+end
 if held[3] and not wakeNext(KEYS[5], KEYS[2], ARGV[4]) then
     redis.call(ARGV[4], KEYS[2], 'unlocked')
 end

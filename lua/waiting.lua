@@ -62,6 +62,24 @@ local function unrecordWaiting(record, owner)
     return n
 end
 
+-- othersWaiting reports whether a Client other than owner's waits to be
+-- woken in record: the two Clients longest in it are enough to tell, as
+-- marks sort after every Client still to be woken. A record that is not
+-- one says no.
+local function othersWaiting(record, owner)
+    local c = clientOf(owner)
+    local first = redis.pcall('zrange', record, 0, 1)
+    if type(first) ~= 'table' or first.err then
+        return false
+    end
+    for _, m in ipairs(first) do
+        if m ~= c and string.sub(m, 1, 1) ~= '!' then
+            return true
+        end
+    end
+    return false
+end
+
 -- wakeNext takes the Client longest in record out of it, marks its place
 -- (woken), and publishes '@<clientID>' on channel with pub ('publish' or
 -- 'spublish'); it returns false when record holds no Client to wake (or

@@ -46,6 +46,19 @@ func (w *Waiter) Wake() <-chan struct{} {
 	return w.wake
 }
 
+// Poke wakes the waiter from within the process, as a message that picked
+// it would, but owing nothing: a waiter that leaves after it without the
+// lock hands no wake-up on. (A release of this process that handed the
+// waiter the lock pokes it.) A waiter that left is not woken.
+func (w *Waiter) Poke() {
+	s := w.c.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !w.left {
+		w.nudge()
+	}
+}
+
 // maxWait caps a timer, far beyond any lease: time.Time arithmetic
 // saturates, but a timer's duration must stay positive.
 const maxWait = 100 * 365 * 24 * time.Hour

@@ -28,7 +28,7 @@ type grant struct {
 // unchanged and false when the wait ran out. (FairMutex's acquire is the
 // same with the queue's wait.)
 func (l *lock) acquire(ctx context.Context, wait, lease time.Duration) (context.Context, bool, error) {
-	a := l.begin(ctx, lease)
+	a := l.begin(ctx, wait, lease)
 	if a.waits(l, wait) {
 		a.lctx, a.g, a.err = l.waitOnChannel(a.octx, a.o, wait, lease, &a.trace)
 	}
@@ -48,8 +48,11 @@ type acquisition struct {
 }
 
 // begin starts an acquire of l by ctx's owner (a new owner when ctx
-// carries none) with one attempt.
-func (l *lock) begin(ctx context.Context, lease time.Duration) acquisition {
+// carries none) with one attempt; but a new owner that may wait (wait is
+// not 0) while waiters of this Client sleep on the lock (handoff.go) goes
+// straight to the wait, which attempts once subscribed: its attempt now
+// would only be refused.
+func (l *lock) begin(ctx context.Context, wait, lease time.Duration) acquisition {
 	a := acquisition{ctx: ctx}
 	if a.err = l.check(ctx); a.err != nil {
 		return a
@@ -60,6 +63,9 @@ func (l *lock) begin(ctx context.Context, lease time.Duration) acquisition {
 	}
 	a.octx, a.o = withOwner(ctx)
 	a.trace = l.traceAcquire(a.octx)
+	if fresh := a.octx == context.Context(a.o); fresh && wait != 0 && l.c.lot.crowded(l) {
+		return a
+	}
 	a.lctx, a.g, a.err = l.attempt(a.octx, l.holdID(a.o), lease, false)
 	a.trace.attempts++
 	return a

@@ -29,7 +29,8 @@ type Client struct {
 	dog     *watchdog.Watchdog
 	subs    *pubsub.Subscriber
 
-	turns turnTable // closed by Close
+	turns turnTable  // closed by Close
+	lot   parkingLot // waiters a release may hand a Mutex to
 
 	mu     sync.Mutex
 	closed chan struct{}  // closed by Close, under mu

@@ -24,4 +24,7 @@ type kind struct {
 	// release wakes one of them (lua/waiting.lua): a Client whose last
 	// waiter gives up must withdraw (waitOnChannel).
 	recordsWaiting bool
+	// handsOver says the release script can hand the lock to a waiter of
+	// the releasing owner's Client (handoff.go): the kind's waiters park.
+	handsOver bool
 }

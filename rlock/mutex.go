@@ -31,6 +31,7 @@ var mutexKind = &kind{
 	acquire:        lua.Acquire,
 	release:        lua.Release,
 	recordsWaiting: true,
+	handsOver:      true,
 }
 
 // engine returns m's lock engine, nilLock for a nil handle: the engine's

@@ -55,7 +55,11 @@ func (l *lock) unlockLevel(ctx context.Context, tr *releaseTrace) error {
 		l.settle(uctx, t)
 		return l.wrap(ErrNotHeld)
 	}
-	result, err := l.release(uctx, t, t.count-1, false)
+	var heir *parked
+	if t.count == 1 && l.kind.handsOver && l.c.cfg.replicas == 0 {
+		heir = l.c.lot.claim(l)
+	}
+	result, err := l.releaseTo(uctx, t, t.count-1, false, heir)
 	tr.record(t, result)
 	switch {
 	case err != nil:
@@ -75,11 +79,27 @@ func (l *lock) unlockLevel(ctx context.Context, tr *releaseTrace) error {
 // loss when Redis says the owner held none). leaving says the owner's
 // Client stops waiting on the lock (see withdraw).
 func (l *lock) release(ctx context.Context, t *turn, target int, leaving bool) (released, error) {
+	return l.releaseTo(ctx, t, target, leaving, nil)
+}
+
+// releaseTo is release naming heir, a claimed waiter (handoff.go), or nil:
+// at 0 the script hands the lock to heir rather than freeing it, if it
+// may, and heir's turn records what it did.
+func (l *lock) releaseTo(ctx context.Context, t *turn, target int, leaving bool, heir *parked) (released, error) {
 	buf := callBufs.Get().(*callBuf)
 	defer freeCall(buf)
 	call := l.releaseCallIn(buf, t.id.field, target, leaving)
+	var heirSeq uint64
+	if heir != nil {
+		heirSeq = l.c.seq.Add(1)
+		buf.args[6], buf.args[7], buf.args[8], buf.args[9] = "0", heir.turn.id.field, strconv.FormatUint(heirSeq, 10), l.c.millis(l.c.leaseOr(heir.lease))
+		call.args = buf.args[:10]
+	}
 	var into [2]int64
-	reply, _, _, err := l.c.exchangeInto(into[:0], ctx, t, l.kind.release, call, false)
+	reply, _, sent, err := l.c.exchangeInto(into[:0], ctx, t, l.kind.release, call, false)
+	if heir != nil {
+		l.bequeath(ctx, heir, heirSeq, reply, err, sent)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("rlock: release: %w", err)
 	}
@@ -182,8 +202,9 @@ func (l *lock) releaseCallIn(b *callBuf, field string, target int, leaving bool)
 	return scriptCall{keys: b.keys[:], args: b.args[:6]}
 }
 
-// parseRelease reads the release script's reply: {outcome, count left}, or
-// {Stale, 0} for a stale copy, which a live request never gets.
+// parseRelease reads the release script's reply: {outcome, count left},
+// {Handed, token} (freed, for the releasing owner), or {Stale, 0} for a
+// stale copy, which a live request never gets.
 func parseRelease(reply []int64) (released, int, error) {
 	switch {
 	case len(reply) != 2:
@@ -191,6 +212,8 @@ func parseRelease(reply []int64) (released, int, error) {
 		return stillHeld, int(reply[1]), nil
 	case (reply[0] == int64(notHeld) || reply[0] == int64(freed)) && reply[1] == 0:
 		return released(reply[0]), 0, nil
+	case reply[0] == int64(lua.Handed): // freed, for the owner; handed to its heir
+		return freed, 0, nil
 	case reply[0] == int64(lua.Stale):
 		return 0, 0, errStale
 	}

@@ -125,18 +125,11 @@ var idleTurns = sync.Pool{New: func() any { return &turn{token: make(chan struct
 func (c *Client) take(ctx context.Context, id holdID) (t *turn, err error) {
 	sh := c.turns.shard(id)
 	sh.mu.Lock()
-	if sh.turns == nil {
-		sh.mu.Unlock()
+	t = sh.enter(id)
+	sh.mu.Unlock()
+	if t == nil {
 		return nil, ErrClosed
 	}
-	t = sh.turns[id]
-	if t == nil {
-		t = idleTurns.Get().(*turn)
-		t.id, t.sh = id, sh
-		sh.turns[id] = t
-	}
-	t.users++
-	sh.mu.Unlock()
 
 	select { // a free turn first, without making ctx's Done channel
 	case t.token <- struct{}{}:
@@ -159,6 +152,46 @@ func (c *Client) take(ctx context.Context, id holdID) (t *turn, err error) {
 		recycle(t)
 	}
 	return nil, err
+}
+
+// tryTake returns id's turn if it is free, and nil if a goroutine has it
+// or the Client is closed: for a caller that must not wait (a release
+// that hands its lock to a waiter, handoff.go). The caller must give the
+// turn back.
+func (c *Client) tryTake(id holdID) *turn {
+	sh := c.turns.shard(id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	t := sh.enter(id)
+	if t == nil {
+		return nil
+	}
+	select {
+	case t.token <- struct{}{}:
+		return t
+	default:
+	}
+	t.users--
+	if t.drop() {
+		recycle(t)
+	}
+	return nil
+}
+
+// enter returns id's turn, made if needed, counting the caller among its
+// users; nil once the Client is closed. The caller holds sh.mu.
+func (sh *turnShard) enter(id holdID) *turn {
+	if sh.turns == nil {
+		return nil
+	}
+	t := sh.turns[id]
+	if t == nil {
+		t = idleTurns.Get().(*turn)
+		t.id, t.sh = id, sh
+		sh.turns[id] = t
+	}
+	t.users++
+	return t
 }
 
 // give ends the caller's turn, dropping t from the Client when nobody uses

@@ -21,7 +21,11 @@ func (l *lock) waitOnChannel(ctx context.Context, o *owner, wait, lease time.Dur
 	if w == nil {
 		return ctx, grant{}, err
 	}
-	lctx, g, err := l.retry(ctx, w, o, deadline, lease, t)
+	var p *parked
+	if l.kind.handsOver {
+		p = &parked{l: l, o: o, lease: lease, w: w}
+	}
+	lctx, g, err := l.retry(ctx, w, p, o, deadline, lease, t)
 	// A wake-up this waiter was handed but did not turn into the lock goes
 	// on to the next waiter; when none is left in this Client, Redis takes
 	// the Client out of the waiting Clients, and a wake-up addressed to it
@@ -35,8 +39,10 @@ func (l *lock) waitOnChannel(ctx context.Context, o *owner, wait, lease time.Dur
 // retry is waitOnChannel's loop: attempt, then sleep until w wakes, the holder's
 // lease would run out, or deadline (zero: none) passes. The hold id is made
 // per attempt, not kept while the waiter sleeps: a thousand sleeping
-// waiters are a thousand ids less.
-func (l *lock) retry(ctx context.Context, w *pubsub.Waiter, o *owner, deadline time.Time, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
+// waiters are a thousand ids less. A waiter of a kind that hands over
+// sleeps parked as p (handoff.go; nil for other kinds): a release of this
+// Client may hand it the lock while it sleeps.
+func (l *lock) retry(ctx context.Context, w *pubsub.Waiter, p *parked, o *owner, deadline time.Time, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
 	for {
 		lctx, g, err := l.attempt(ctx, l.holdID(o), lease, true)
 		t.attempts++
@@ -47,11 +53,31 @@ func (l *lock) retry(ctx context.Context, w *pubsub.Waiter, o *owner, deadline t
 		if !ok {
 			return ctx, grant{}, nil
 		}
-		if err := sleep(ctx, w, pause); err != nil {
+		if p == nil {
+			err = sleep(ctx, w, pause)
+		} else if lctx, g, err = l.sleepParked(ctx, p, pause); g.acquired {
+			return lctx, g, err
+		}
+		if err != nil {
 			return ctx, grant{}, err
 		}
 		t.wakeups++
 	}
+}
+
+// sleepParked is sleep for waiter p, parked meanwhile: a release of this
+// Client may hand it the lock, and it then returns what inherit does.
+func (l *lock) sleepParked(ctx context.Context, p *parked, pause time.Duration) (context.Context, grant, error) {
+	l.c.lot.park(p)
+	err := sleep(ctx, p.w, pause)
+	if !l.c.lot.unpark(p) {
+		return ctx, grant{}, err
+	}
+	lctx, g, herr := l.inherit(ctx, p)
+	if g.acquired || herr != nil {
+		return lctx, g, herr
+	}
+	return ctx, grant{}, err
 }
 
 // subscribe starts a wait of wait (waitForever: until ctx is done) on the

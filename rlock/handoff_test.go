@@ -1,0 +1,103 @@
+package rlock_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlock/rlock/internal/redistest"
+	"github.com/rlock/rlock/rlock"
+)
+
+// hotLoop has n goroutines of c take and release the Mutex called name
+// until stop is done, each hold lasting hold, and checks every hold: no
+// two overlap, and fencing tokens rise with every hold. It returns each
+// goroutine's holds once they have all stopped.
+func hotLoop(t *testing.T, c *rlock.Client, name string, n int, hold time.Duration, stop context.Context) func() []int {
+	var (
+		wg     sync.WaitGroup
+		inside atomic.Int32
+		mu     sync.Mutex
+		last   int64
+		taken  = make([]int, n)
+	)
+	m := c.Mutex(name)
+	for i := range n {
+		wg.Go(func() {
+			for stop.Err() == nil {
+				lctx, err := m.Lock(stop)
+				if err != nil {
+					assert.ErrorIs(t, err, stop.Err(), "only the end of the loop stops a Lock")
+					return
+				}
+				assert.EqualValues(t, 1, inside.Add(1), "one holder at a time")
+				token, ok := m.FencingToken(lctx)
+				assert.True(t, ok)
+				mu.Lock()
+				assert.Greater(t, token, last, "tokens rise with every hold")
+				last = token
+				mu.Unlock()
+				taken[i]++
+				time.Sleep(hold) // the workload: a hold of this length
+				inside.Add(-1)
+				assert.NoError(t, m.Unlock(lctx))
+			}
+		})
+	}
+	return func() []int {
+		wg.Wait()
+		return taken
+	}
+}
+
+// TestHandOverHotLock: sixteen goroutines of one Client on one lock pass
+// it among themselves, one holder at a time, in rising tokens, each
+// getting its share: a release hands the lock to the waiter parked
+// longest.
+func TestHandOverHotLock(t *testing.T) {
+	c := sharedClient(t)
+	stop, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	taken := hotLoop(t, c, redistest.LockName(t), 16, 0, stop)()
+	total := 0
+	for _, n := range taken {
+		total += n
+	}
+	t.Logf("holds per goroutine: %v", taken)
+	require.Greater(t, total, 100, "holds in two seconds: %v", taken)
+	assert.GreaterOrEqual(t, float64(slices.Min(taken))/float64(slices.Max(taken)), 0.5, "every goroutine gets a share: %v", taken)
+	locked, err := c.Mutex(redistest.LockName(t)).IsLocked(t.Context())
+	require.NoError(t, err)
+	assert.False(t, locked, "the last Unlock freed the lock")
+}
+
+// TestHandOverYieldsToOtherClient: while eight goroutines of one Client
+// pass a lock among themselves, a waiter of another Client is refused
+// once, recorded as waiting, and the next release frees the lock for it
+// rather than handing it on: it gets the lock, every time it asks, within
+// a few holds.
+func TestHandOverYieldsToOtherClient(t *testing.T) {
+	name := redistest.LockName(t)
+	stop, cancel := context.WithCancel(t.Context())
+	wait := hotLoop(t, sharedClient(t), name, 8, time.Millisecond, stop)
+	other := newRlock(t, redistest.Shared(t).Client(t)).Mutex(name)
+	for range 5 {
+		start := time.Now()
+		ctx, cancelWait := context.WithTimeout(t.Context(), redistest.Patience)
+		lctx, err := other.Lock(ctx)
+		require.NoError(t, err, "the other Client's waiter gets the lock")
+		waited := time.Since(start)
+		t.Logf("the other Client waited %v", waited)
+		assert.Less(t, waited, 2*time.Second, "a few holds of 1 ms, not a share of the loop's")
+		require.NoError(t, other.Unlock(lctx))
+		cancelWait()
+	}
+	cancel()
+	wait()
+}
