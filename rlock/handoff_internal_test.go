@@ -264,4 +264,3 @@ func receive(t *testing.T, ch <-chan struct{}) {
 		require.FailNow(t, "timed out")
 	}
 }
-
