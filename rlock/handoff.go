@@ -54,35 +54,88 @@ const (
 	handed                   // the lock was handed to it: its turn holds the level
 )
 
-// parkingLot is a Client's parked waiters, by lock key, longest asleep
-// first.
+// parkingLot is a Client's parked waiters and the holds they wait behind,
+// by lock key. A key has an entry only while waiters of this Client park
+// on it or holds it counted are live: an uncontended lock has none.
 type parkingLot struct {
-	n       atomic.Int64 // waiters in the lot: an Unlock finds none without mu
+	live    atomic.Int64 // entries: a Lock or Unlock finds none without mu
 	mu      sync.Mutex
-	waiters map[string][]*parked
+	entries map[string]*lotEntry
 }
 
-// park puts p in the lot, asleep.
-func (lot *parkingLot) park(p *parked) {
-	key := p.l.keys.Value().Hash
-	lot.mu.Lock()
-	defer lot.mu.Unlock()
-	if lot.waiters == nil {
-		lot.waiters = make(map[string][]*parked)
+// lotEntry is one lock's part of the lot.
+type lotEntry struct {
+	waiters []*parked // longest asleep first
+	// held counts this Client's holds on the lock begun while the entry
+	// lived (holding): while one is live, a waiter may park without
+	// asking Redis (parkBehind), since the hold's release will claim it
+	// or the hold's end will poke it.
+	held int
+}
+
+// entry returns key's entry, made if make is true, or nil. The caller
+// holds mu.
+func (lot *parkingLot) entry(key string, make bool) *lotEntry {
+	e := lot.entries[key]
+	if e == nil && make {
+		if lot.entries == nil {
+			lot.entries = map[string]*lotEntry{}
+		}
+		e = &lotEntry{}
+		lot.entries[key] = e
+		lot.live.Add(1)
 	}
-	p.state = asleep
-	lot.waiters[key] = append(lot.waiters[key], p)
-	lot.n.Add(1)
+	return e
 }
 
-// crowded reports whether waiters of this Client sleep on l.
-func (lot *parkingLot) crowded(l *lock) bool {
-	if lot.n.Load() == 0 {
+// tidy drops key's entry e once nothing is in it. The caller holds mu.
+func (lot *parkingLot) tidy(key string, e *lotEntry) {
+	if len(e.waiters) == 0 && e.held == 0 {
+		delete(lot.entries, key)
+		lot.live.Add(-1)
+	}
+}
+
+// busy reports whether waiters of this Client park on l, or a hold that
+// they would wait behind is live: a new owner's attempt would only be
+// refused.
+func (lot *parkingLot) busy(l *lock) bool {
+	if lot.live.Load() == 0 {
 		return false
 	}
 	lot.mu.Lock()
 	defer lot.mu.Unlock()
-	return len(lot.waiters[l.keys.Value().Hash]) > 0
+	return lot.entries[l.keys.Value().Hash] != nil
+}
+
+// park puts p in the lot, asleep, after Redis refused it.
+func (lot *parkingLot) park(p *parked) {
+	lot.mu.Lock()
+	defer lot.mu.Unlock()
+	lot.sleep(lot.entry(p.l.keys.Value().Hash, true), p)
+}
+
+// parkBehind puts p in the lot without asking Redis, and reports true,
+// when a hold of this Client on the lock is live and counted: its release
+// claims p, or its end pokes p to ask.
+func (lot *parkingLot) parkBehind(p *parked) bool {
+	if lot.live.Load() == 0 {
+		return false
+	}
+	lot.mu.Lock()
+	defer lot.mu.Unlock()
+	e := lot.entry(p.l.keys.Value().Hash, false)
+	if e == nil || e.held == 0 {
+		return false
+	}
+	lot.sleep(e, p)
+	return true
+}
+
+// sleep appends p to e's waiters, asleep. The caller holds mu.
+func (lot *parkingLot) sleep(e *lotEntry, p *parked) {
+	p.state = asleep
+	e.waiters = append(e.waiters, p)
 }
 
 // unpark takes p out of the lot when it wakes, and reports whether a
@@ -102,31 +155,28 @@ func (lot *parkingLot) unpark(p *parked) bool {
 	return true
 }
 
-// remove takes p out of the lot's list for key. The caller holds mu.
+// remove takes p out of key's waiters. The caller holds mu.
 func (lot *parkingLot) remove(key string, p *parked) {
-	list := lot.waiters[key]
-	if i := slices.Index(list, p); i >= 0 {
-		list = slices.Delete(list, i, i+1)
-		lot.n.Add(-1)
-	}
-	if len(list) == 0 {
-		delete(lot.waiters, key)
-	} else {
-		lot.waiters[key] = list
-	}
+	e := lot.entries[key]
+	e.waiters = slices.DeleteFunc(e.waiters, func(q *parked) bool { return q == p })
+	lot.tidy(key, e)
 }
 
 // claim returns the waiter parked longest on l whose turn is free and
 // clear (no level, nothing unsettled), claimed, with its turn taken; nil
 // when there is none.
 func (lot *parkingLot) claim(l *lock) *parked {
-	if lot.n.Load() == 0 {
+	if lot.live.Load() == 0 {
 		return nil
 	}
 	key := l.keys.Value().Hash
 	lot.mu.Lock()
 	defer lot.mu.Unlock()
-	for _, p := range lot.waiters[key] {
+	e := lot.entry(key, false)
+	if e == nil {
+		return nil
+	}
+	for _, p := range e.waiters {
 		t := l.c.tryTake(p.l.holdID(p.o))
 		if t == nil {
 			continue
@@ -142,10 +192,10 @@ func (lot *parkingLot) claim(l *lock) *parked {
 	return nil
 }
 
-// settle records the outcome of the release that named p as heir: handed
-// or not. It gives p's turn back, and pokes p when it has the lock or must
-// look again (poke); a waiter that the release yielded past sleeps on.
-func (lot *parkingLot) settle(c *Client, p *parked, got, poke bool) {
+// settle records the outcome of the release that named p as heir, handed
+// (got) or not, gives p's turn back, and pokes p: it binds the lock it was
+// handed, or asks Redis (it may not have, parkBehind).
+func (lot *parkingLot) settle(c *Client, p *parked, got bool) {
 	lot.mu.Lock()
 	t := p.turn
 	p.turn = nil
@@ -155,9 +205,39 @@ func (lot *parkingLot) settle(c *Client, p *parked, got, poke bool) {
 	}
 	lot.mu.Unlock()
 	c.give(t)
-	if poke {
+	p.w.Poke()
+}
+
+// holding counts a hold of this Client on the lock at key that begins, if
+// the key has an entry, and reports whether it did: the hold must then
+// call unheld when it ends.
+func (lot *parkingLot) holding(key string) bool {
+	if lot.live.Load() == 0 {
+		return false
+	}
+	lot.mu.Lock()
+	defer lot.mu.Unlock()
+	e := lot.entry(key, false)
+	if e != nil {
+		e.held++
+	}
+	return e != nil
+}
+
+// unheld counts the end of a hold that holding counted. When no counted
+// hold is left, every waiter parked on key is poked to ask Redis: those
+// that parked behind the hold are known to nobody else.
+func (lot *parkingLot) unheld(key string) {
+	lot.mu.Lock()
+	defer lot.mu.Unlock()
+	e := lot.entries[key]
+	if e.held--; e.held > 0 {
+		return
+	}
+	for _, p := range e.waiters {
 		p.w.Poke()
 	}
+	lot.tidy(key, e)
 }
 
 // bequeath records in heir's turn what the release that named it did,
@@ -165,7 +245,9 @@ func (lot *parkingLot) settle(c *Client, p *parked, got, poke bool) {
 // and when the release was first sent: the heir holds a level from the
 // grant, as its own acquire would have recorded it; or, when no reply
 // came, the hand-over may have applied, and the heir's next call fences
-// it. A level the watchdog refuses is given back.
+// it. A level the watchdog refuses is given back. It runs before the
+// releasing owner's hold ends, so the lot never finds the lock without a
+// counted hold between the two (unheld).
 func (l *lock) bequeath(ctx context.Context, heir *parked, heirSeq uint64, reply []int64, err error, sent time.Time) {
 	t := heir.turn
 	got := err == nil && len(reply) == 2 && reply[0] == int64(lua.Handed)
@@ -175,7 +257,7 @@ func (l *lock) bequeath(ctx context.Context, heir *parked, heirSeq uint64, reply
 	if err != nil {
 		t.unsettled = heirSeq
 	}
-	l.c.lot.settle(l.c, heir, got, got || err != nil)
+	l.c.lot.settle(l.c, heir, got)
 }
 
 // inherit is a claimed waiter's side of the hand-over, once awake: it

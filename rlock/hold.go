@@ -25,6 +25,8 @@ type hold struct {
 
 	life lifetime // ends when the hold ends; its cause says why
 
+	counted bool // counted in its Client's lot while it lives (handoff.go)
+
 	mu       sync.Mutex
 	ended    bool
 	watched  bool           // the watchdog renews this hold (entry is added)
@@ -37,6 +39,7 @@ type hold struct {
 // with token.
 func newHold(l *lock, id holdID, token int64) *hold {
 	h := &hold{c: l.c, id: id, token: token, l: l, since: sinceStart()}
+	h.counted = l.kind.handsOver && l.c.lot.holding(id.key)
 	h.hookStart()
 	return h
 }
@@ -188,6 +191,9 @@ func (h *hold) finish(cause error) {
 	h.life.end(cause)
 	if watched {
 		h.c.dog.Remove(&h.entry)
+	}
+	if h.counted {
+		h.c.lot.unheld(h.id.key)
 	}
 	h.hookEnd(cause, watched)
 }

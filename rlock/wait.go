@@ -44,31 +44,41 @@ func (l *lock) waitOnChannel(ctx context.Context, o *owner, wait, lease time.Dur
 // Client may hand it the lock while it sleeps.
 func (l *lock) retry(ctx context.Context, w *pubsub.Waiter, p *parked, o *owner, deadline time.Time, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
 	for {
-		lctx, g, err := l.attempt(ctx, l.holdID(o), lease, true)
-		t.attempts++
-		if err != nil || g.acquired {
-			return lctx, g, err
+		check := l.c.cfg.lease // behind a hold of this Client: its release or end wakes p
+		if p == nil || !l.c.lot.parkBehind(p) {
+			lctx, g, err := l.attempt(ctx, l.holdID(o), lease, true)
+			t.attempts++
+			if err != nil || g.acquired {
+				return lctx, g, err
+			}
+			check = nextCheck(g.pttl, l.c.cfg.lease)
+			if p != nil {
+				l.c.lot.park(p)
+			}
 		}
-		pause, ok := capPause(deadline, nextCheck(g.pttl, l.c.cfg.lease))
-		if !ok {
+		pause, ok := capPause(deadline, check)
+		if !ok && p == nil {
 			return ctx, grant{}, nil
 		}
 		if p == nil {
-			err = sleep(ctx, w, pause)
-		} else if lctx, g, err = l.sleepParked(ctx, p, pause); g.acquired {
+			if err := sleep(ctx, w, pause); err != nil {
+				return ctx, grant{}, err
+			}
+		} else if lctx, g, err := l.sleepParked(ctx, p, pause); err != nil || g.acquired {
+			// A parked waiter whose wait ran out (pause <= 0) still
+			// leaves the lot, and takes a lock it was handed meanwhile.
 			return lctx, g, err
 		}
-		if err != nil {
-			return ctx, grant{}, err
+		if !ok {
+			return ctx, grant{}, nil
 		}
 		t.wakeups++
 	}
 }
 
-// sleepParked is sleep for waiter p, parked meanwhile: a release of this
-// Client may hand it the lock, and it then returns what inherit does.
+// sleepParked is sleep for waiter p, parked: a release of this Client may
+// hand it the lock meanwhile, and it then returns what inherit does.
 func (l *lock) sleepParked(ctx context.Context, p *parked, pause time.Duration) (context.Context, grant, error) {
-	l.c.lot.park(p)
 	err := sleep(ctx, p.w, pause)
 	if !l.c.lot.unpark(p) {
 		return ctx, grant{}, err
