@@ -61,33 +61,35 @@ end
 -- its release wakes one of them; a waiter's Client leaves the record.
 if found == 1 and redis.call('exists', KEYS[4]) == 1 then
     if ARGV[7] == '1' then
-        unrecordWaiting(KEYS[4], owner)
+        forgetWaiting(KEYS[4], owner)
     end
     return take(true)
 end
 
-local htype, ftype = redis.call('type', hash).ok, redis.call('type', fences).ok
-if (htype ~= 'hash' and htype ~= 'none') or (ftype ~= 'hash' and ftype ~= 'none') then
+local held = redis.pcall('hmget', hash, owner, seqField, 'waiters')
+local f = redis.pcall('hget', fences, owner)
+if held.err or type(f) == 'table' then
     return redis.error_reply('WRONGTYPE lock key ' .. hash .. ' or ' .. fences .. ' is not a hash')
 end
-local held = redis.call('hmget', hash, owner, seqField)
 if held[1] then
     return reenter(held)
 end
-if tonumber(redis.call('hget', fences, owner) or '0') >= seq then
+if tonumber(f or '0') >= seq then
     return {STALE, 0}
 end
-if htype == 'hash' then
+local pttl = redis.call('pttl', hash)
+if pttl ~= -2 then
     fence(fences, owner, superseded, ARGV[6])
-    redis.call('hset', hash, 'waiters', 1)
-    local pttl = redis.call('pttl', hash)
+    if not held[3] then
+        redis.call('hset', hash, 'waiters', 1)
+    end
     if ARGV[7] == '1' then
         recordWaiting(KEYS[4], owner, pttl, ARGV[9])
     end
     return {REFUSED, pttl}
 end
 if ARGV[7] == '1' then
-    unrecordWaiting(KEYS[4], owner)
+    forgetWaiting(KEYS[4], owner)
     return take(true)
 end
 return take(redis.call('exists', KEYS[4]) == 1)

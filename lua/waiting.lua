@@ -49,6 +49,13 @@ local function recordWaiting(record, owner, pttl, lease)
     redis.call('pexpire', record, math.max(pttl, 0) + tonumber(lease))
 end
 
+-- forgetWaiting takes owner's Client out of record, its mark too, in one
+-- command: for a waiter that takes the lock.
+local function forgetWaiting(record, owner)
+    local c = clientOf(owner)
+    redis.pcall('zrem', record, c, '!' .. c)
+end
+
 -- unrecordWaiting takes owner's Client out of record, its mark too, and
 -- returns 1 if it was there to be woken, 0 if not (a release woke it, or
 -- it never waited).
@@ -90,8 +97,9 @@ local function wakeNext(record, channel, pub)
     if type(first) ~= 'table' or first.err or not first[1] or string.sub(first[1], 1, 1) == '!' then
         return false
     end
-    redis.call('zrem', record, first[1])
+    -- The mark first: the record never empties here, and keeps its expiry.
     redis.call('zadd', record, tonumber(first[2]) + woken, '!' .. first[1])
+    redis.call('zrem', record, first[1])
     redis.call(pub, channel, '@' .. first[1])
     return true
 end

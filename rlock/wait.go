@@ -43,9 +43,12 @@ func (l *lock) waitOnChannel(ctx context.Context, o *owner, wait, lease time.Dur
 // sleeps parked as p (handoff.go; nil for other kinds): a release of this
 // Client may hand it the lock while it sleeps.
 func (l *lock) retry(ctx context.Context, w *pubsub.Waiter, p *parked, o *owner, deadline time.Time, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
-	for {
-		check := l.c.cfg.lease // behind a hold of this Client: its release or end wakes p
-		if p == nil || !l.c.lot.parkBehind(p) {
+	for behind := p != nil; ; behind = false {
+		// A waiter that arrives behind a hold of this Client parks without
+		// asking: the hold's release or end wakes it. One that woke for
+		// anything but a hand-over (a message, its timer) asks.
+		check := l.c.cfg.lease
+		if !behind || !l.c.lot.parkBehind(p) {
 			lctx, g, err := l.attempt(ctx, l.holdID(o), lease, true)
 			t.attempts++
 			if err != nil || g.acquired {
