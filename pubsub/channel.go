@@ -213,6 +213,7 @@ func (c *channel) begin() (*attempt, bool) {
 	defer c.s.mu.Unlock()
 	if c.s.closed || len(c.waiters) == 0 {
 		delete(c.s.channels, c.name)
+		c.s.live.Add(-1)
 		return nil, false
 	}
 	ctx, stop := context.WithCancel(c.s.ctx)

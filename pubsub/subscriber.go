@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/redis/rueidis"
 )
@@ -31,6 +32,7 @@ type Subscriber struct {
 	mu       sync.Mutex
 	channels map[string]*channel // by name; an entry lives until its goroutine exits
 	closed   bool
+	live     atomic.Int64 // len(channels), read without mu
 }
 
 // New returns a Subscriber that subscribes through rc. sharded selects
@@ -93,6 +95,7 @@ func (s *Subscriber) SubscribeAs(ctx context.Context, channel, tag string) (*Wai
 	if c == nil {
 		c = newChannel(s, channel)
 		s.channels[channel] = c
+		s.live.Add(1)
 		go c.run()
 	}
 	w := c.join(tag)
@@ -113,6 +116,17 @@ func (s *Subscriber) SubscribeAs(ctx context.Context, channel, tag string) (*Wai
 		w.Done(false)
 		return nil, fmt.Errorf("pubsub: subscribe %s: %w", channel, ctx.Err())
 	}
+}
+
+// Waiting reports whether waiters of this Subscriber wait on channel.
+func (s *Subscriber) Waiting(channel string) bool {
+	if s.live.Load() == 0 {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.channels[channel]
+	return c != nil && len(c.waiters) > 0
 }
 
 // Channels returns how many channels are subscribed, or being subscribed or

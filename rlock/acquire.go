@@ -49,9 +49,8 @@ type acquisition struct {
 
 // begin starts an acquire of l by ctx's owner (a new owner when ctx
 // carries none) with one attempt; but a new owner that may wait (wait is
-// not 0) while waiters of this Client park on the lock, or a hold they
-// wait behind is live (handoff.go), goes straight to the wait, which
-// subscribes first: its attempt now would only be refused.
+// not 0) on a lock this Client knows is contended goes straight to the
+// wait, which subscribes first: its attempt now would only be refused.
 func (l *lock) begin(ctx context.Context, wait, lease time.Duration) acquisition {
 	a := acquisition{ctx: ctx}
 	if a.err = l.check(ctx); a.err != nil {
@@ -63,12 +62,19 @@ func (l *lock) begin(ctx context.Context, wait, lease time.Duration) acquisition
 	}
 	a.octx, a.o = withOwner(ctx)
 	a.trace = l.traceAcquire(a.octx)
-	if fresh := a.octx == context.Context(a.o); fresh && wait != 0 && l.c.lot.busy(l) {
+	if fresh := a.octx == context.Context(a.o); fresh && wait != 0 && l.contended() {
 		return a
 	}
 	a.lctx, a.g, a.err = l.attempt(a.octx, l.holdID(a.o), lease, false)
 	a.trace.attempts++
 	return a
+}
+
+// contended reports whether this Client knows l is contended: waiters of
+// this Client wait on it, or a hold they would wait behind is live
+// (handoff.go).
+func (l *lock) contended() bool {
+	return l.c.lot.busy(l) || l.c.subs.Waiting(l.keys.Value().Channel)
 }
 
 // waits reports whether the acquire goes on to wait: its attempt found the

@@ -22,7 +22,7 @@ import (
 // of the Mutex release script on one lock: release is called with the way
 // to send each such call (now or later, under a context of its choice),
 // and answers in its place. Every other
-// command goes through, and acquires are counted.
+// command goes through, and acquires are counted once answered.
 type scriptHook struct {
 	rueidis.Client
 	hash     string
@@ -35,7 +35,7 @@ func (h *scriptHook) Do(ctx context.Context, cmd rueidis.Completed) rueidis.Redi
 	if len(args) > 3 && (args[0] == "EVALSHA" || args[0] == "EVAL") && args[3] == h.hash {
 		switch args[1] {
 		case lua.Acquire.SHA1(), lua.Acquire.Text():
-			h.acquires.Add(1)
+			defer h.acquires.Add(1) // once Redis answered
 		case lua.Release.SHA1(), lua.Release.Text():
 			if h.release != nil {
 				return h.release(func(ctx context.Context) rueidis.RedisResult { return h.Client.Do(ctx, cmd) })
