@@ -32,8 +32,9 @@ type Hooks interface {
 	// context already done, a closed Client) is not reported. A MultiLock's
 	// acquire is reported by its parts' HoldStart and HoldEnd only.
 	AcquireStart(ctx context.Context, l LockRef) context.Context
-	// AcquireWait is called when the first attempt found the lock held and
-	// the call begins to wait for it.
+	// AcquireWait is called when the call begins to wait for the lock: its
+	// first attempt found it held, or its Client knew it contended and it
+	// did not try first.
 	AcquireWait(ctx context.Context, l LockRef)
 	// AcquireEnd is called once when the acquire returns.
 	AcquireEnd(ctx context.Context, e AcquireEnd)
