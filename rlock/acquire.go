@@ -71,10 +71,9 @@ func (l *lock) begin(ctx context.Context, wait, lease time.Duration) acquisition
 }
 
 // contended reports whether this Client knows l is contended: waiters of
-// this Client wait on it, or a hold they would wait behind is live
-// (handoff.go).
+// this Client wait on it.
 func (l *lock) contended() bool {
-	return l.c.lot.busy(l) || l.c.subs.Waiting(l.keys.Value().Channel)
+	return l.c.subs.Waiting(l.keys.Value().Channel)
 }
 
 // waits reports whether the acquire goes on to wait: its attempt found the

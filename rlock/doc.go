@@ -399,7 +399,9 @@
 // count), hold.go (a hold's life, its deadline and its events), wait.go
 // (waiting on the unlock channel), hooks.go (the Hooks API and the traces
 // of calls), errors.go (the sentinels and every cause a hold ends with).
-// The primitives: mutex.go, group.go, rwmutex.go, rwmutex_state.go,
+// The primitives: mutex.go with park.go (a Mutex's waiters park in their
+// Client's lot) and handoff.go (a release hands the lock to one of them),
+// group.go, rwmutex.go, rwmutex_state.go,
 // fairmutex.go with fairqueue.go, semaphore.go with permit.go, latch.go,
 // multilock.go with multihold.go; inspect.go reads a lock for operators,
 // locks.go walks them all; do.go runs a holder's commands under the
@@ -408,8 +410,8 @@
 // How a Lock travels (uncontended). acquire.go is the spine, its functions
 // in the order they run; each other file is entered once, at its step:
 //
-//	mutex.go     Mutex.Lock → lock.acquire
-//	acquire.go   acquire → begin
+//	mutex.go     Mutex.Lock → Mutex.acquire
+//	acquire.go   begin
 //	lock.go        resource.check: a usable handle, a Client not closed
 //	owner.go       withOwner: the context's owner, or a new one; field
 //	hooks.go       traceAcquire (and acquireTrace.end at the last step)
@@ -422,18 +424,24 @@
 //	hold.go        newHold (HoldStart), hold.record → watchdog.Add
 //	acquire.go   bound → hold.bind: the lock context; end
 //
-// When the first attempt finds the lock held, acquire goes on in wait.go
-// (waitOnChannel: pubsub.Subscriber.SubscribeAs, then attempt again on each
-// wake-up) or, for FairMutex, in fairqueue.go (waitInQueue).
+// When the first attempt finds the lock held (or the Client knows it
+// contended and skips it), a Mutex's acquire goes on in park.go
+// (waitParked: pubsub.Subscriber.SubscribeAs, then attempt and sleep
+// parked in the Client's lot, where a release of the same Client may hand
+// it the lock: handoff.go), FairMutex's in fairqueue.go (waitInQueue), and
+// the other kinds' in wait.go (waitOnChannel: attempt again on each
+// wake-up).
 //
 // How an Unlock travels (release.go is its spine):
 //
-//	mutex.go     Mutex.Unlock → lock.unlock
-//	release.go   unlock → unlockLevel (traceRelease in hooks.go)
-//	turn.go        Client.take (and Client.give after)
-//	release.go   release → releaseCallIn
+//	mutex.go     Mutex.Unlock → lock.unlockHandingOver
+//	handoff.go   handOverLevel (traceRelease in hooks.go)
+//	release.go   unlockTurn: turn.go Client.take (and Client.give after)
+//	handoff.go   heir: park.go parkingLot.claim (nobody waits: nil)
+//	release.go   release → releaseCallIn (with an heir: handoff.go
+//	             releaseTo, then bequeath the grant to the heir)
 //	request.go     Client.exchangeInto
-//	release.go   parseRelease
+//	release.go   recordRelease → parseRelease; unlocked
 //	hold.go        hold.finish at 0: lifetime.end, watchdog.Remove, HoldEnd
 //
 // How a watchdog round travels: watchdog/watchdog.go run wakes at a tick

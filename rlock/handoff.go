@@ -2,18 +2,14 @@ package rlock
 
 import (
 	"context"
-	"fmt"
-	"slices"
-	"sync"
-	"sync/atomic"
+	"strconv"
 	"time"
 
 	"github.com/rlock/rlock/lua"
-	"github.com/rlock/rlock/pubsub"
 )
 
 // A Mutex passes from one owner to a waiter of the same Client in one
-// call. A waiter asleep between attempts (waitOnChannel) parks in its
+// call. A waiter asleep between attempts (waitParked) parks in its
 // Client's lot; an Unlock that leaves no level claims the waiter parked
 // longest on the lock, takes its turn (never waiting for it), and names it
 // as heir to the release script, which then hands the lock to it rather
@@ -31,213 +27,61 @@ import (
 // release frees the lock and wakes that Client, so the Client passing the
 // lock around yields to it at its next release.
 
-// parked is a waiter of this Client asleep between attempts on a lock, for
-// owner o and the lease it asked for (0: the watchdog's).
-type parked struct {
-	l     *lock
-	o     *owner
-	lease time.Duration
-	w     *pubsub.Waiter
-
-	// Guarded by the lot's mu.
-	state parkState
-	turn  *turn // the waiter's turn, which the claimer has, while claimed
-}
-
-// parkState is where a parked waiter stands.
-type parkState uint8
-
-const (
-	awake   parkState = iota // out of the lot, unclaimed
-	asleep                   // in the lot: a release may claim it
-	claimed                  // a release is handing it the lock
-	handed                   // the lock was handed to it: its turn holds the level
-)
-
-// parkingLot is a Client's parked waiters and the holds they wait behind,
-// by lock key. A key has an entry only while waiters of this Client park
-// on it or holds it counted are live: an uncontended lock has none.
-type parkingLot struct {
-	live    atomic.Int64 // entries: a Lock or Unlock finds none without mu
-	mu      sync.Mutex
-	entries map[string]*lotEntry
-}
-
-// lotEntry is one lock's part of the lot.
-type lotEntry struct {
-	waiters []*parked // longest asleep first
-	// held counts this Client's holds on the lock begun while the entry
-	// lived (holding): while one is live, a waiter may park without
-	// asking Redis (parkBehind), since the hold's release will claim it
-	// or the hold's end will poke it.
-	held int
-}
-
-// entry returns key's entry, made if make is true, or nil. The caller
-// holds mu.
-func (lot *parkingLot) entry(key string, make bool) *lotEntry {
-	e := lot.entries[key]
-	if e == nil && make {
-		if lot.entries == nil {
-			lot.entries = map[string]*lotEntry{}
-		}
-		e = &lotEntry{}
-		lot.entries[key] = e
-		lot.live.Add(1)
+// unlockHandingOver is unlock for a Mutex (Mutex.Unlock): a release that
+// leaves no level names as heir the waiter of this Client parked longest
+// on the lock (heir).
+func (l *lock) unlockHandingOver(ctx context.Context) error {
+	if err := l.check(ctx); err != nil {
+		return l.wrap(err)
 	}
-	return e
+	tr := l.traceRelease(ctx)
+	err := l.handOverLevel(ctx, &tr)
+	tr.end(l, err)
+	return err
 }
 
-// tidy drops key's entry e once nothing is in it. The caller holds mu.
-func (lot *parkingLot) tidy(key string, e *lotEntry) {
-	if len(e.waiters) == 0 && e.held == 0 {
-		delete(lot.entries, key)
-		lot.live.Add(-1)
+// handOverLevel is unlockHandingOver's request, reported to tr.
+func (l *lock) handOverLevel(ctx context.Context, tr *releaseTrace) error {
+	t, uctx, cancel, err := l.unlockTurn(ctx)
+	if err != nil {
+		return err
 	}
-}
-
-// busy reports whether waiters of this Client park on l, or a hold that
-// they would wait behind is live: a new owner's attempt would only be
-// refused.
-func (lot *parkingLot) busy(l *lock) bool {
-	if lot.live.Load() == 0 {
-		return false
+	defer cancel()
+	defer l.c.give(t)
+	var result released
+	if heir := l.heir(t); heir != nil {
+		result, err = l.releaseTo(uctx, t, heir)
+	} else {
+		result, err = l.release(uctx, t, t.count-1, false)
 	}
-	lot.mu.Lock()
-	defer lot.mu.Unlock()
-	return lot.entries[l.keys.Value().Hash] != nil
+	return l.unlocked(t, tr, result, err)
 }
 
-// park puts p in the lot, asleep, after Redis refused it.
-func (lot *parkingLot) park(p *parked) {
-	lot.mu.Lock()
-	defer lot.mu.Unlock()
-	lot.sleep(lot.entry(p.l.keys.Value().Hash, true), p)
-}
-
-// parkBehind puts p in the lot without asking Redis, and reports true,
-// when a hold of this Client on the lock is live and counted: its release
-// claims p, or its end pokes p to ask.
-func (lot *parkingLot) parkBehind(p *parked) bool {
-	if lot.live.Load() == 0 {
-		return false
-	}
-	lot.mu.Lock()
-	defer lot.mu.Unlock()
-	e := lot.entry(p.l.keys.Value().Hash, false)
-	if e == nil || e.held == 0 {
-		return false
-	}
-	lot.sleep(e, p)
-	return true
-}
-
-// sleep appends p to e's waiters, asleep. The caller holds mu.
-func (lot *parkingLot) sleep(e *lotEntry, p *parked) {
-	p.state = asleep
-	e.waiters = append(e.waiters, p)
-}
-
-// unpark takes p out of the lot when it wakes, and reports whether a
-// release claimed it meanwhile: its claimer has its turn until the outcome
-// is recorded there (inherit).
-func (lot *parkingLot) unpark(p *parked) bool {
-	lot.mu.Lock()
-	defer lot.mu.Unlock()
-	switch p.state {
-	case asleep:
-		lot.remove(p.l.keys.Value().Hash, p)
-		p.state = awake
-		return false
-	case awake:
-		return false
-	}
-	return true
-}
-
-// remove takes p out of key's waiters. The caller holds mu.
-func (lot *parkingLot) remove(key string, p *parked) {
-	e := lot.entries[key]
-	e.waiters = slices.DeleteFunc(e.waiters, func(q *parked) bool { return q == p })
-	lot.tidy(key, e)
-}
-
-// claim returns the waiter parked longest on l whose turn is free and
-// clear (no level, nothing unsettled), claimed, with its turn taken; nil
-// when there is none.
-func (lot *parkingLot) claim(l *lock) *parked {
-	if lot.live.Load() == 0 {
+// heir claims the waiter to name as heir in the release of turn t, or
+// returns nil: only a release to no level hands over, and not with
+// WithReplicaAck, where the heir's grant would need an acknowledgement of
+// its own.
+func (l *lock) heir(t *turn) *parked {
+	if t.count != 1 || l.c.cfg.replicas > 0 {
 		return nil
 	}
-	key := l.keys.Value().Hash
-	lot.mu.Lock()
-	defer lot.mu.Unlock()
-	e := lot.entry(key, false)
-	if e == nil {
-		return nil
-	}
-	for _, p := range e.waiters {
-		t := l.c.tryTake(p.l.holdID(p.o))
-		if t == nil {
-			continue
-		}
-		if t.count != 0 || t.unsettled != 0 {
-			l.c.give(t)
-			continue
-		}
-		lot.remove(key, p)
-		p.state, p.turn = claimed, t
-		return p
-	}
-	return nil
+	return l.c.lot.claim(l)
 }
 
-// settle records the outcome of the release that named p as heir, handed
-// (got) or not, gives p's turn back, and pokes p: it binds the lock it was
-// handed, or asks Redis (it may not have, parkBehind).
-func (lot *parkingLot) settle(c *Client, p *parked, got bool) {
-	lot.mu.Lock()
-	t := p.turn
-	p.turn = nil
-	p.state = awake
-	if got {
-		p.state = handed
-	}
-	lot.mu.Unlock()
-	c.give(t)
-	p.w.Poke()
-}
-
-// holding counts a hold of this Client on the lock at key that begins, if
-// the key has an entry, and reports whether it did: the hold must then
-// call unheld when it ends.
-func (lot *parkingLot) holding(key string) bool {
-	if lot.live.Load() == 0 {
-		return false
-	}
-	lot.mu.Lock()
-	defer lot.mu.Unlock()
-	e := lot.entry(key, false)
-	if e != nil {
-		e.held++
-	}
-	return e != nil
-}
-
-// unheld counts the end of a hold that holding counted. When no counted
-// hold is left, every waiter parked on key is poked to ask Redis: those
-// that parked behind the hold are known to nobody else.
-func (lot *parkingLot) unheld(key string) {
-	lot.mu.Lock()
-	defer lot.mu.Unlock()
-	e := lot.entries[key]
-	if e.held--; e.held > 0 {
-		return
-	}
-	for _, p := range e.waiters {
-		p.w.Poke()
-	}
-	lot.tidy(key, e)
+// releaseTo is release to no level, naming heir, a claimed waiter: the
+// script hands the lock to heir rather than freeing it, if it may, and
+// heir's turn records what it did (bequeath).
+func (l *lock) releaseTo(ctx context.Context, t *turn, heir *parked) (released, error) {
+	buf := callBufs.Get().(*callBuf)
+	defer freeCall(buf)
+	call := l.releaseCallIn(buf, t.id.field, 0, false)
+	heirSeq := l.c.seq.Add(1)
+	buf.args[6], buf.args[7], buf.args[8], buf.args[9] = "0", heir.turn.id.field, strconv.FormatUint(heirSeq, 10), l.c.millis(l.c.leaseOr(heir.lease))
+	call.args = buf.args[:10]
+	var into [2]int64
+	reply, _, sent, err := l.c.exchangeInto(into[:0], ctx, t, l.kind.release, call, false)
+	l.bequeath(ctx, heir, heirSeq, reply, err, sent)
+	return l.recordRelease(t, call, 0, reply, err)
 }
 
 // bequeath records in heir's turn what the release that named it did,
@@ -258,29 +102,4 @@ func (l *lock) bequeath(ctx context.Context, heir *parked, heirSeq uint64, reply
 		t.unsettled = heirSeq
 	}
 	l.c.lot.settle(l.c, heir, got)
-}
-
-// inherit is a claimed waiter's side of the hand-over, once awake: it
-// waits for its turn, which the claimer gives back once the outcome is
-// recorded, whatever ctx says (the claimer's request is bounded), and
-// binds the level it was handed, if any, to ctx. A level handed to a done
-// ctx is given back (bound). acquired is false when nothing was handed.
-func (l *lock) inherit(ctx context.Context, p *parked) (context.Context, grant, error) {
-	t, err := l.c.take(context.WithoutCancel(ctx), p.l.holdID(p.o))
-	if err != nil {
-		return ctx, grant{}, fmt.Errorf("rlock: acquire: %w", err)
-	}
-	defer l.c.give(t)
-	l.c.lot.mu.Lock()
-	got := p.state == handed
-	p.state = awake
-	l.c.lot.mu.Unlock()
-	if !got || t.hold == nil {
-		return ctx, grant{}, nil
-	}
-	lctx, err := l.bound(ctx, t)
-	if err != nil {
-		return ctx, grant{}, fmt.Errorf("rlock: acquire: %w", err)
-	}
-	return lctx, grant{acquired: true, count: t.count, token: t.hold.token}, nil
 }

@@ -85,7 +85,7 @@ func newHandOver(t *testing.T, opts ...Option) *handOverSetup {
 		lctx, err := s.mu.Lock(wctx)
 		s.got <- lockResult{lctx, err}
 	}()
-	require.Eventually(t, func() bool { return c.lot.busy(s.mu.engine()) }, 5*time.Second, time.Millisecond, "the waiter parks")
+	require.Eventually(t, func() bool { return c.lot.live.Load() > 0 }, 5*time.Second, time.Millisecond, "the waiter parks")
 	return s
 }
 

@@ -39,7 +39,7 @@ type hold struct {
 // with token.
 func newHold(l *lock, id holdID, token int64) *hold {
 	h := &hold{c: l.c, id: id, token: token, l: l, since: sinceStart()}
-	h.counted = l.kind.handsOver && l.c.lot.holding(id.key)
+	h.counted = l.c.lot.holding(id.key)
 	h.hookStart()
 	return h
 }

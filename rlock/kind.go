@@ -10,7 +10,8 @@ import "github.com/rlock/rlock/lua"
 // every kind's scripts answer with the same codes. The key set comes with
 // the handle (keys.New, keys.NewSemaphore, ...), and the way a waiter
 // waits is the primitive's own: lock.acquire waits on the unlock channel
-// (waitOnChannel), FairMutex's acquire in the queue (waitInQueue). Nothing
+// (waitOnChannel), Mutex's acquire parked in its Client's lot
+// (waitParked), FairMutex's in the queue (waitInQueue). Nothing
 // a kind supplies is a function value or an interface, so a call on one
 // primitive never runs another primitive's code.
 type kind struct {
@@ -20,11 +21,4 @@ type kind struct {
 	// suffix ends the owner's hash field: two kinds of hold on one lock
 	// (read and write) are two fields, two turns and two holds.
 	suffix string
-	// recordsWaiting says the scripts record which Clients wait, so that a
-	// release wakes one of them (lua/waiting.lua): a Client whose last
-	// waiter gives up must withdraw (waitOnChannel).
-	recordsWaiting bool
-	// handsOver says the release script can hand the lock to a waiter of
-	// the releasing owner's Client (handoff.go): the kind's waiters park.
-	handsOver bool
 }

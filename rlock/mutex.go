@@ -27,11 +27,9 @@ type Mutex struct {
 
 // mutexKind is Mutex's: one reentrant owner at a time.
 var mutexKind = &kind{
-	name:           "mutex",
-	acquire:        lua.Acquire,
-	release:        lua.Release,
-	recordsWaiting: true,
-	handsOver:      true,
+	name:    "mutex",
+	acquire: lua.Acquire,
+	release: lua.Release,
 }
 
 // engine returns m's lock engine, nilLock for a nil handle: the engine's
@@ -41,6 +39,17 @@ func (m *Mutex) engine() *lock {
 		return &nilLock
 	}
 	return &m.lock
+}
+
+// acquire is lock.acquire with the Mutex's wait, parked in its Client's
+// lot (waitParked).
+func (m *Mutex) acquire(ctx context.Context, wait, lease time.Duration) (context.Context, bool, error) {
+	l := m.engine()
+	a := l.begin(ctx, wait, lease)
+	if a.waits(l, wait) {
+		a.lctx, a.g, a.err = l.waitParked(a.octx, a.o, wait, lease, &a.trace)
+	}
+	return l.end(&a)
 }
 
 // Name returns the lock's name.
@@ -53,7 +62,7 @@ func (m *Mutex) Name() string {
 // the final Unlock. Lock returns an error when ctx is done first (wrapping
 // ctx.Err()), when Redis fails, or after Close.
 func (m *Mutex) Lock(ctx context.Context) (context.Context, error) {
-	lctx, _, err := m.engine().acquire(ctx, waitForever, 0)
+	lctx, _, err := m.acquire(ctx, waitForever, 0)
 	return lctx, err
 }
 
@@ -64,7 +73,7 @@ func (m *Mutex) LockFor(ctx context.Context, lease time.Duration) (context.Conte
 	if err := validLease(lease); err != nil {
 		return ctx, m.engine().wrap(err)
 	}
-	lctx, _, err := m.engine().acquire(ctx, waitForever, lease)
+	lctx, _, err := m.acquire(ctx, waitForever, lease)
 	return lctx, err
 }
 
@@ -77,7 +86,7 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (context
 	if err != nil {
 		return ctx, false, m.engine().wrap(err)
 	}
-	return m.engine().acquire(ctx, wait, lease)
+	return m.acquire(ctx, wait, lease)
 }
 
 // Unlock leaves one level of the hold that ctx's owner has; the last level
@@ -90,7 +99,7 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (context
 // another reason, renewal stops all the same and the lease frees the lock;
 // calling Unlock again with the same context retries it.
 func (m *Mutex) Unlock(ctx context.Context) error {
-	return m.engine().unlock(ctx)
+	return m.engine().unlockHandingOver(ctx)
 }
 
 // ForceUnlock deletes the lock whoever holds it and wakes its waiters. It

@@ -38,28 +38,46 @@ func (l *lock) unlock(ctx context.Context) error {
 	return err
 }
 
-// unlockLevel is unlock's request, reported to t.
+// unlockLevel is unlock's request, reported to tr.
 func (l *lock) unlockLevel(ctx context.Context, tr *releaseTrace) error {
+	t, uctx, cancel, err := l.unlockTurn(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	defer l.c.give(t)
+	result, err := l.release(uctx, t, t.count-1, false)
+	return l.unlocked(t, tr, result, err)
+}
+
+// unlockTurn takes the turn of the hold that ctx's owner has on l, for an
+// Unlock, under a context detached from ctx (bounded by the retry
+// timeout), which the caller cancels after giving the turn back. An owner
+// that holds no level gets ErrNotHeld, once whatever an acquire whose
+// reply was lost may have done is settled.
+func (l *lock) unlockTurn(ctx context.Context) (*turn, context.Context, context.CancelFunc, error) {
 	o, ok := ownerFrom(ctx)
 	if !ok {
-		return l.wrap(ErrNotHeld)
+		return nil, nil, nil, l.wrap(ErrNotHeld)
 	}
 	uctx, cancel := l.c.detached(ctx)
-	defer cancel()
 	t, err := l.c.take(uctx, l.boundHoldID(ctx, o))
 	if err != nil {
-		return l.wrap(fmt.Errorf("rlock: release: %w", err))
+		cancel()
+		return nil, nil, nil, l.wrap(fmt.Errorf("rlock: release: %w", err))
 	}
-	defer l.c.give(t)
 	if t.count == 0 {
 		l.settle(uctx, t)
-		return l.wrap(ErrNotHeld)
+		l.c.give(t)
+		cancel()
+		return nil, nil, nil, l.wrap(ErrNotHeld)
 	}
-	var heir *parked
-	if t.count == 1 && l.kind.handsOver && l.c.cfg.replicas == 0 {
-		heir = l.c.lot.claim(l)
-	}
-	result, err := l.releaseTo(uctx, t, t.count-1, false, heir)
+	return t, uctx, cancel, nil
+}
+
+// unlocked reports an Unlock's release, result or err, in turn t to tr,
+// and returns what the Unlock returns: a failed release ends the hold.
+func (l *lock) unlocked(t *turn, tr *releaseTrace, result released, err error) error {
 	tr.record(t, result)
 	switch {
 	case err != nil:
@@ -79,27 +97,18 @@ func (l *lock) unlockLevel(ctx context.Context, tr *releaseTrace) error {
 // loss when Redis says the owner held none). leaving says the owner's
 // Client stops waiting on the lock (see withdraw).
 func (l *lock) release(ctx context.Context, t *turn, target int, leaving bool) (released, error) {
-	return l.releaseTo(ctx, t, target, leaving, nil)
-}
-
-// releaseTo is release naming heir, a claimed waiter (handoff.go), or nil:
-// at 0 the script hands the lock to heir rather than freeing it, if it
-// may, and heir's turn records what it did.
-func (l *lock) releaseTo(ctx context.Context, t *turn, target int, leaving bool, heir *parked) (released, error) {
 	buf := callBufs.Get().(*callBuf)
 	defer freeCall(buf)
 	call := l.releaseCallIn(buf, t.id.field, target, leaving)
-	var heirSeq uint64
-	if heir != nil {
-		heirSeq = l.c.seq.Add(1)
-		buf.args[6], buf.args[7], buf.args[8], buf.args[9] = "0", heir.turn.id.field, strconv.FormatUint(heirSeq, 10), l.c.millis(l.c.leaseOr(heir.lease))
-		call.args = buf.args[:10]
-	}
 	var into [2]int64
-	reply, _, sent, err := l.c.exchangeInto(into[:0], ctx, t, l.kind.release, call, false)
-	if heir != nil {
-		l.bequeath(ctx, heir, heirSeq, reply, err, sent)
-	}
+	reply, _, _, err := l.c.exchangeInto(into[:0], ctx, t, l.kind.release, call, false)
+	return l.recordRelease(t, call, target, reply, err)
+}
+
+// recordRelease records in turn t the outcome of call, a release to
+// target, from its reply or err: the count left, and the end of the hold
+// when no level is left (a loss when Redis says the owner held none).
+func (l *lock) recordRelease(t *turn, call scriptCall, target int, reply []int64, err error) (released, error) {
 	if err != nil {
 		return 0, fmt.Errorf("rlock: release: %w", err)
 	}

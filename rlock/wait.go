@@ -10,7 +10,8 @@ import (
 )
 
 // waitOnChannel retries the acquire for up to wait (waitForever: until ctx is done)
-// while another owner holds the lock. It subscribes to the lock's unlock
+// while another owner holds the lock (a Mutex's waiter parks too:
+// waitParked). It subscribes to the lock's unlock
 // channel first and only then retries, so an unlock between the two cannot
 // be missed; between attempts it sleeps until a wake-up or until the
 // holder's lease would run out (a lock that expires publishes nothing), never
@@ -21,76 +22,33 @@ func (l *lock) waitOnChannel(ctx context.Context, o *owner, wait, lease time.Dur
 	if w == nil {
 		return ctx, grant{}, err
 	}
-	var p *parked
-	if l.kind.handsOver {
-		p = &parked{l: l, o: o, lease: lease, w: w}
-	}
-	lctx, g, err := l.retry(ctx, w, p, o, deadline, lease, t)
+	lctx, g, err := l.retry(ctx, w, o, deadline, lease, t)
 	// A wake-up this waiter was handed but did not turn into the lock goes
-	// on to the next waiter; when none is left in this Client, Redis takes
-	// the Client out of the waiting Clients, and a wake-up addressed to it
-	// meanwhile goes on to the next Client (lua/waiting.lua).
-	if w.Done(g.acquired) && !g.acquired && l.kind.recordsWaiting {
-		l.withdraw(ctx, o)
-	}
+	// on to the next waiter.
+	w.Done(g.acquired)
 	return lctx, g, err
 }
 
 // retry is waitOnChannel's loop: attempt, then sleep until w wakes, the holder's
 // lease would run out, or deadline (zero: none) passes. The hold id is made
 // per attempt, not kept while the waiter sleeps: a thousand sleeping
-// waiters are a thousand ids less. A waiter of a kind that hands over
-// sleeps parked as p (handoff.go; nil for other kinds): a release of this
-// Client may hand it the lock while it sleeps.
-func (l *lock) retry(ctx context.Context, w *pubsub.Waiter, p *parked, o *owner, deadline time.Time, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
-	for behind := p != nil; ; behind = false {
-		// A waiter that arrives behind a hold of this Client parks without
-		// asking: the hold's release or end wakes it. One that woke for
-		// anything but a hand-over (a message, its timer) asks.
-		check := l.c.cfg.lease
-		if !behind || !l.c.lot.parkBehind(p) {
-			lctx, g, err := l.attempt(ctx, l.holdID(o), lease, true)
-			t.attempts++
-			if err != nil || g.acquired {
-				return lctx, g, err
-			}
-			check = nextCheck(g.pttl, l.c.cfg.lease)
-			if p != nil {
-				l.c.lot.park(p)
-			}
-		}
-		pause, ok := capPause(deadline, check)
-		if !ok && p == nil {
-			return ctx, grant{}, nil
-		}
-		if p == nil {
-			if err := sleep(ctx, w, pause); err != nil {
-				return ctx, grant{}, err
-			}
-		} else if lctx, g, err := l.sleepParked(ctx, p, pause); err != nil || g.acquired {
-			// A parked waiter whose wait ran out (pause <= 0) still
-			// leaves the lot, and takes a lock it was handed meanwhile.
+// waiters are a thousand ids less.
+func (l *lock) retry(ctx context.Context, w *pubsub.Waiter, o *owner, deadline time.Time, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
+	for {
+		lctx, g, err := l.attempt(ctx, l.holdID(o), lease, true)
+		t.attempts++
+		if err != nil || g.acquired {
 			return lctx, g, err
 		}
+		pause, ok := capPause(deadline, nextCheck(g.pttl, l.c.cfg.lease))
 		if !ok {
 			return ctx, grant{}, nil
 		}
+		if err := sleep(ctx, w, pause); err != nil {
+			return ctx, grant{}, err
+		}
 		t.wakeups++
 	}
-}
-
-// sleepParked is sleep for waiter p, parked: a release of this Client may
-// hand it the lock meanwhile, and it then returns what inherit does.
-func (l *lock) sleepParked(ctx context.Context, p *parked, pause time.Duration) (context.Context, grant, error) {
-	err := sleep(ctx, p.w, pause)
-	if !l.c.lot.unpark(p) {
-		return ctx, grant{}, err
-	}
-	lctx, g, herr := l.inherit(ctx, p)
-	if g.acquired || herr != nil {
-		return lctx, g, herr
-	}
-	return ctx, grant{}, err
 }
 
 // subscribe starts a wait of wait (waitForever: until ctx is done) on the

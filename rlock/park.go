@@ -1,0 +1,300 @@
+package rlock
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rlock/rlock/pubsub"
+)
+
+// A Mutex's waiter parks in its Client's lot while it sleeps, so that a
+// release by another owner of the same Client can hand it the lock
+// (handoff.go). One that arrives behind a hold of its own Client parks
+// without asking Redis at all: the hold's release claims it, or the
+// hold's end pokes it to ask.
+
+// waitParked is waitOnChannel for a Mutex: its waiter sleeps parked
+// (retryParked), and when it stops waiting without the lock, it withdraws
+// its Client from the lock's waiting Clients if it was the Client's last
+// waiter, and a wake-up addressed to the Client meanwhile goes on to the
+// next Client (lua/waiting.lua).
+func (l *lock) waitParked(ctx context.Context, o *owner, wait, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
+	w, deadline, err := l.subscribe(ctx, wait, "")
+	if w == nil {
+		return ctx, grant{}, err
+	}
+	p := &parked{l: l, o: o, lease: lease, w: w}
+	lctx, g, err := l.retryParked(ctx, p, deadline, lease, t)
+	if w.Done(g.acquired) && !g.acquired {
+		l.withdraw(ctx, o)
+	}
+	return lctx, g, err
+}
+
+// retryParked is retry for waiter p, which sleeps parked. One that
+// arrives behind a hold of this Client parks without asking; one that
+// woke for anything but a hand-over (a message, its timer, a poke) asks.
+func (l *lock) retryParked(ctx context.Context, p *parked, deadline time.Time, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
+	for behind := true; ; behind = false {
+		check := l.c.cfg.lease // behind a hold: its release or end wakes p
+		if !behind || !l.c.lot.parkBehind(p) {
+			lctx, g, err := l.attempt(ctx, l.holdID(p.o), lease, true)
+			t.attempts++
+			if err != nil || g.acquired {
+				return lctx, g, err
+			}
+			check = nextCheck(g.pttl, l.c.cfg.lease)
+			l.c.lot.park(p)
+		}
+		// A waiter whose wait ran out (pause <= 0) still leaves the lot,
+		// and takes a lock it was handed meanwhile.
+		pause, ok := capPause(deadline, check)
+		if lctx, g, err := l.sleepParked(ctx, p, pause); err != nil || g.acquired {
+			return lctx, g, err
+		}
+		if !ok {
+			return ctx, grant{}, nil
+		}
+		t.wakeups++
+	}
+}
+
+// sleepParked is sleep for waiter p, parked: a release of this Client may
+// hand it the lock meanwhile, and it then returns what inherit does.
+func (l *lock) sleepParked(ctx context.Context, p *parked, pause time.Duration) (context.Context, grant, error) {
+	err := sleep(ctx, p.w, pause)
+	if !l.c.lot.unpark(p) {
+		return ctx, grant{}, err
+	}
+	lctx, g, herr := l.inherit(ctx, p)
+	if g.acquired || herr != nil {
+		return lctx, g, herr
+	}
+	return ctx, grant{}, err
+}
+
+// inherit is a claimed waiter's side of the hand-over, once awake: it
+// waits for its turn, which the claimer gives back once the outcome is
+// recorded, whatever ctx says (the claimer's request is bounded), and
+// binds the level it was handed, if any, to ctx. A level handed to a done
+// ctx is given back (bound). acquired is false when nothing was handed.
+func (l *lock) inherit(ctx context.Context, p *parked) (context.Context, grant, error) {
+	t, err := l.c.take(context.WithoutCancel(ctx), p.l.holdID(p.o))
+	if err != nil {
+		return ctx, grant{}, fmt.Errorf("rlock: acquire: %w", err)
+	}
+	defer l.c.give(t)
+	l.c.lot.mu.Lock()
+	got := p.state == handed
+	p.state = awake
+	l.c.lot.mu.Unlock()
+	if !got || t.hold == nil {
+		return ctx, grant{}, nil
+	}
+	lctx, err := l.bound(ctx, t)
+	if err != nil {
+		return ctx, grant{}, fmt.Errorf("rlock: acquire: %w", err)
+	}
+	return lctx, grant{acquired: true, count: t.count, token: t.hold.token}, nil
+}
+
+// parked is a waiter of this Client asleep between attempts on a lock, for
+// owner o and the lease it asked for (0: the watchdog's).
+type parked struct {
+	l     *lock
+	o     *owner
+	lease time.Duration
+	w     *pubsub.Waiter
+
+	// Guarded by the lot's mu.
+	state parkState
+	turn  *turn // the waiter's turn, which the claimer has, while claimed
+}
+
+// parkState is where a parked waiter stands.
+type parkState uint8
+
+const (
+	awake   parkState = iota // out of the lot, unclaimed
+	asleep                   // in the lot: a release may claim it
+	claimed                  // a release is handing it the lock
+	handed                   // the lock was handed to it: its turn holds the level
+)
+
+// parkingLot is a Client's parked waiters and the holds they wait behind,
+// by lock key. A key has an entry only while waiters of this Client park
+// on it or holds it counted are live: an uncontended lock has none.
+type parkingLot struct {
+	live    atomic.Int64 // entries: a Lock or Unlock finds none without mu
+	mu      sync.Mutex
+	entries map[string]*lotEntry
+}
+
+// lotEntry is one lock's part of the lot.
+type lotEntry struct {
+	waiters []*parked // longest asleep first
+	// held counts this Client's holds on the lock begun while the entry
+	// lived (holding): while one is live, a waiter may park without
+	// asking Redis (parkBehind), since the hold's release will claim it
+	// or the hold's end will poke it.
+	held int
+}
+
+// entry returns key's entry, made if make is true, or nil. The caller
+// holds mu.
+func (lot *parkingLot) entry(key string, make bool) *lotEntry {
+	e := lot.entries[key]
+	if e == nil && make {
+		if lot.entries == nil {
+			lot.entries = map[string]*lotEntry{}
+		}
+		e = &lotEntry{}
+		lot.entries[key] = e
+		lot.live.Add(1)
+	}
+	return e
+}
+
+// tidy drops key's entry e once nothing is in it. The caller holds mu.
+func (lot *parkingLot) tidy(key string, e *lotEntry) {
+	if len(e.waiters) == 0 && e.held == 0 {
+		delete(lot.entries, key)
+		lot.live.Add(-1)
+	}
+}
+
+// park puts p in the lot, asleep, after Redis refused it.
+func (lot *parkingLot) park(p *parked) {
+	lot.mu.Lock()
+	defer lot.mu.Unlock()
+	lot.sleep(lot.entry(p.l.keys.Value().Hash, true), p)
+}
+
+// parkBehind puts p in the lot without asking Redis, and reports true,
+// when a hold of this Client on the lock is live and counted: its release
+// claims p, or its end pokes p to ask.
+func (lot *parkingLot) parkBehind(p *parked) bool {
+	if lot.live.Load() == 0 {
+		return false
+	}
+	lot.mu.Lock()
+	defer lot.mu.Unlock()
+	e := lot.entry(p.l.keys.Value().Hash, false)
+	if e == nil || e.held == 0 {
+		return false
+	}
+	lot.sleep(e, p)
+	return true
+}
+
+// sleep appends p to e's waiters, asleep. The caller holds mu.
+func (lot *parkingLot) sleep(e *lotEntry, p *parked) {
+	p.state = asleep
+	e.waiters = append(e.waiters, p)
+}
+
+// unpark takes p out of the lot when it wakes, and reports whether a
+// release claimed it meanwhile: its claimer has its turn until the outcome
+// is recorded there (inherit).
+func (lot *parkingLot) unpark(p *parked) bool {
+	lot.mu.Lock()
+	defer lot.mu.Unlock()
+	switch p.state {
+	case asleep:
+		lot.remove(p.l.keys.Value().Hash, p)
+		p.state = awake
+		return false
+	case awake:
+		return false
+	}
+	return true
+}
+
+// remove takes p out of key's waiters. The caller holds mu.
+func (lot *parkingLot) remove(key string, p *parked) {
+	e := lot.entries[key]
+	e.waiters = slices.DeleteFunc(e.waiters, func(q *parked) bool { return q == p })
+	lot.tidy(key, e)
+}
+
+// claim returns the waiter parked longest on l whose turn is free and
+// clear (no level, nothing unsettled), claimed, with its turn taken; nil
+// when there is none.
+func (lot *parkingLot) claim(l *lock) *parked {
+	if lot.live.Load() == 0 {
+		return nil
+	}
+	key := l.keys.Value().Hash
+	lot.mu.Lock()
+	defer lot.mu.Unlock()
+	e := lot.entry(key, false)
+	if e == nil {
+		return nil
+	}
+	for _, p := range e.waiters {
+		t := l.c.tryTake(p.l.holdID(p.o))
+		if t == nil {
+			continue
+		}
+		if t.count != 0 || t.unsettled != 0 {
+			l.c.give(t)
+			continue
+		}
+		lot.remove(key, p)
+		p.state, p.turn = claimed, t
+		return p
+	}
+	return nil
+}
+
+// settle records the outcome of the release that named p as heir, handed
+// (got) or not, gives p's turn back, and pokes p: it binds the lock it was
+// handed, or asks Redis (it may not have, parkBehind).
+func (lot *parkingLot) settle(c *Client, p *parked, got bool) {
+	lot.mu.Lock()
+	t := p.turn
+	p.turn = nil
+	p.state = awake
+	if got {
+		p.state = handed
+	}
+	lot.mu.Unlock()
+	c.give(t)
+	p.w.Poke()
+}
+
+// holding counts a hold of this Client on the lock at key that begins, if
+// the key has an entry, and reports whether it did: the hold must then
+// call unheld when it ends.
+func (lot *parkingLot) holding(key string) bool {
+	if lot.live.Load() == 0 {
+		return false
+	}
+	lot.mu.Lock()
+	defer lot.mu.Unlock()
+	e := lot.entry(key, false)
+	if e != nil {
+		e.held++
+	}
+	return e != nil
+}
+
+// unheld counts the end of a hold that holding counted. When no counted
+// hold is left, every waiter parked on key is poked to ask Redis: those
+// that parked behind the hold are known to nobody else.
+func (lot *parkingLot) unheld(key string) {
+	lot.mu.Lock()
+	defer lot.mu.Unlock()
+	e := lot.entries[key]
+	if e.held--; e.held > 0 {
+		return
+	}
+	for _, p := range e.waiters {
+		p.w.Poke()
+	}
+	lot.tidy(key, e)
+}
