@@ -52,14 +52,16 @@ local hash, fences, owner = KEYS[1], KEYS[3], ARGV[1]
 local seq, superseded = tonumber(ARGV[2]), tonumber(ARGV[5])
 local seqField = owner .. '#seq'
 
--- Fast path: no lock, no fences and no waiting Client at all.
-local found = redis.call('exists', hash, fences, KEYS[4])
+-- Fast path: no lock, no fences and no waiting Client at all. EXISTS
+-- counts a key once per time it is named: found is hash + fences +
+-- 3 * record, so 3 means the record alone.
+local found = redis.call('exists', hash, fences, KEYS[4], KEYS[4], KEYS[4])
 if found == 0 then
     return take(ARGV[7] == '1')
 end
 -- A free lock, no fences, and Clients waiting: the lock is marked, so that
 -- its release wakes one of them; a waiter's Client leaves the record.
-if found == 1 and redis.call('exists', KEYS[4]) == 1 then
+if found == 3 then
     if ARGV[7] == '1' then
         forgetWaiting(KEYS[4], owner)
     end

@@ -33,7 +33,8 @@
 --
 -- A release to 0 that names G hands the lock to G in the same call rather
 -- than freeing it: G holds one level under a new token, its seq ARGV[9],
--- and the lease ARGV[10]. It does so only while no other Client is
+-- and the lease ARGV[10], and its Client leaves the waiting Clients, as a
+-- waiter's that takes the lock does (acquire.lua). It does so only while no other Client is
 -- recorded as waiting (othersWaiting), so a Client's waiters pass the lock
 -- among themselves only until another Client's waiter is refused: the
 -- next release of the lock then frees it and wakes that Client. And only
@@ -67,6 +68,7 @@ local function handOver()
     end
     redis.call('hset', hash, heir, 1, heir .. '#seq', ARGV[9], 'waiters', 1)
     redis.call('pexpire', hash, ARGV[10])
+    forgetWaiting(KEYS[5], heir)
     return {HANDED, token}
 end
 

@@ -101,5 +101,7 @@ func (l *lock) bequeath(ctx context.Context, heir *parked, heirSeq uint64, reply
 	if err != nil {
 		t.unsettled = heirSeq
 	}
-	l.c.lot.settle(l.c, heir, got)
+	// The heir wakes to bind its grant, or to ask: when the outcome is
+	// unknown, or when Redis has no record of it.
+	l.c.lot.settle(l.c, heir, got, got || err != nil || heir.behind)
 }

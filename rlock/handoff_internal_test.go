@@ -69,6 +69,12 @@ type lockResult struct {
 }
 
 func newHandOver(t *testing.T, opts ...Option) *handOverSetup {
+	return newHandOverFor(t, 0, opts...)
+}
+
+// newHandOverFor is newHandOver with a waiter that asks for lease (0: the
+// watchdog's).
+func newHandOverFor(t *testing.T, lease time.Duration, opts ...Option) *handOverSetup {
 	node := redistest.Shared(t)
 	s := &handOverSetup{raw: node.Client(t), got: make(chan lockResult, 1)}
 	s.hook = &scriptHook{Client: node.Client(t), hash: handOverKeys(t).Hash}
@@ -82,7 +88,11 @@ func newHandOver(t *testing.T, opts ...Option) *handOverSetup {
 	s.cancel = cancel
 	t.Cleanup(cancel)
 	go func() {
-		lctx, err := s.mu.Lock(wctx)
+		lock := s.mu.Lock
+		if lease > 0 {
+			lock = func(ctx context.Context) (context.Context, error) { return s.mu.LockFor(ctx, lease) }
+		}
+		lctx, err := lock(wctx)
 		s.got <- lockResult{lctx, err}
 	}()
 	require.Eventually(t, func() bool { return c.lot.live.Load() > 0 }, 5*time.Second, time.Millisecond, "the waiter parks")
@@ -146,6 +156,27 @@ func TestHandOverInOneCall(t *testing.T) {
 	s.assertHeld(t, r.ctx)
 	require.NoError(t, s.mu.Unlock(r.ctx))
 	s.assertFree(t)
+}
+
+// TestHandOverFixedLease: a waiter that asked for a fixed lease is handed
+// the lock under that lease, which Redis enforces and its lock context
+// ends with.
+func TestHandOverFixedLease(t *testing.T) {
+	const lease = 400 * time.Millisecond
+	s := newHandOverFor(t, lease)
+	require.NoError(t, s.mu.Unlock(s.holder))
+	r := s.waiterGot(t)
+	require.NoError(t, r.err)
+	pttl, err := s.raw.Do(t.Context(), s.raw.B().Pttl().Key(handOverKeys(t).Hash).Build()).AsInt64()
+	require.NoError(t, err)
+	assert.LessOrEqual(t, pttl, lease.Milliseconds(), "Redis keeps the heir's lease")
+	assert.Positive(t, pttl)
+	select {
+	case <-r.ctx.Done():
+		assert.ErrorIs(t, context.Cause(r.ctx), ErrLockLost, "the lease ran out")
+	case <-time.After(redistest.Patience):
+		require.FailNow(t, "the heir's lock context outlived its lease")
+	}
 }
 
 // TestHandOverReplyLost: the reply of the release that handed the lock

@@ -111,8 +111,9 @@ type parked struct {
 	w     *pubsub.Waiter
 
 	// Guarded by the lot's mu.
-	state parkState
-	turn  *turn // the waiter's turn, which the claimer has, while claimed
+	state  parkState
+	behind bool  // it parked without asking Redis (parkBehind): nobody else wakes it
+	turn   *turn // the waiter's turn, which the claimer has, while claimed
 }
 
 // parkState is where a parked waiter stands.
@@ -172,6 +173,7 @@ func (lot *parkingLot) park(p *parked) {
 	lot.mu.Lock()
 	defer lot.mu.Unlock()
 	lot.sleep(lot.entry(p.l.keys.Value().Hash, true), p)
+	p.behind = false
 }
 
 // parkBehind puts p in the lot without asking Redis, and reports true,
@@ -188,6 +190,7 @@ func (lot *parkingLot) parkBehind(p *parked) bool {
 		return false
 	}
 	lot.sleep(e, p)
+	p.behind = true
 	return true
 }
 
@@ -252,9 +255,9 @@ func (lot *parkingLot) claim(l *lock) *parked {
 }
 
 // settle records the outcome of the release that named p as heir, handed
-// (got) or not, gives p's turn back, and pokes p: it binds the lock it was
-// handed, or asks Redis (it may not have, parkBehind).
-func (lot *parkingLot) settle(c *Client, p *parked, got bool) {
+// (got) or not, gives p's turn back, and pokes p when poke is true: to
+// bind the lock it was handed, or to ask Redis.
+func (lot *parkingLot) settle(c *Client, p *parked, got, poke bool) {
 	lot.mu.Lock()
 	t := p.turn
 	p.turn = nil
@@ -264,7 +267,9 @@ func (lot *parkingLot) settle(c *Client, p *parked, got bool) {
 	}
 	lot.mu.Unlock()
 	c.give(t)
-	p.w.Poke()
+	if poke {
+		p.w.Poke()
+	}
 }
 
 // holding counts a hold of this Client on the lock at key that begins, if
@@ -284,8 +289,9 @@ func (lot *parkingLot) holding(key string) bool {
 }
 
 // unheld counts the end of a hold that holding counted. When no counted
-// hold is left, every waiter parked on key is poked to ask Redis: those
-// that parked behind the hold are known to nobody else.
+// hold is left, the waiters that parked behind one are poked to ask
+// Redis: nobody else knows of them. (Those that asked are recorded in
+// Redis, and a release wakes them.)
 func (lot *parkingLot) unheld(key string) {
 	lot.mu.Lock()
 	defer lot.mu.Unlock()
@@ -294,7 +300,9 @@ func (lot *parkingLot) unheld(key string) {
 		return
 	}
 	for _, p := range e.waiters {
-		p.w.Poke()
+		if p.behind {
+			p.w.Poke()
+		}
 	}
 	lot.tidy(key, e)
 }
