@@ -80,7 +80,7 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 // the empty name is invalid; it is reported by the handle's first call. To
 // put several locks in one Cluster slot, see GroupedMutex.
 func (c *Client) Mutex(name string) *Mutex {
-	return &Mutex{newLock(c, name, mutexKind, keys.CheckName(name), keys.New(c.prefix(), name))}
+	return &Mutex{newLock(c, name, mutexKind, keys.CheckName(name), keys.NewRef(c.prefix(), name))}
 }
 
 // Close stops the watchdog and the subscriber, wakes every waiting call with

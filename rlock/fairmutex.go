@@ -37,7 +37,7 @@ type FairMutex struct {
 // FairMutex returns a handle on the fair lock called name, as Mutex does
 // on a lock.
 func (c *Client) FairMutex(name string) *FairMutex {
-	return &FairMutex{l: newLock(c, name, fairKind, keys.CheckName(name), keys.NewFair(c.prefix(), name))}
+	return &FairMutex{l: newLock(c, name, fairKind, keys.CheckName(name), keys.NewFairRef(c.prefix(), name))}
 }
 
 // fairKind is FairMutex's: one reentrant owner at a time, handed the lock
