@@ -29,7 +29,8 @@ type Client struct {
 	dog     *watchdog.Watchdog
 	subs    *pubsub.Subscriber
 
-	turns turnTable // closed by Close
+	turns     turnTable // closed by Close
+	deadlines deadlines // the local deadlines of its holds
 
 	mu     sync.Mutex
 	closed chan struct{}  // closed by Close, under mu

@@ -29,8 +29,9 @@ type hold struct {
 	ended    bool
 	watched  bool           // the watchdog renews this hold (entry is added)
 	deadline time.Duration  // the local deadline (sinceStart): no other owner can take the lock before it
-	expiry   *time.Timer    // fires at the local deadline
 	entry    watchdog.Entry // the hold's renewals, once watched
+
+	place int // its place in c.deadlines, from 1; 0 when out. Guarded by c.deadlines.mu
 }
 
 // newHold returns owner id's new hold on l, whose first level was granted
@@ -125,22 +126,15 @@ func (h *hold) record(sent time.Time, lease time.Duration, watch bool) error {
 // armLocked moves the local deadline to sent + lease - drift if that is
 // later: Redis set that lease no earlier than sent, and no script ever
 // shortens a lock's expiry, so no other owner can take the lock before the
-// latest such deadline. A deadline already passed ends the hold at once.
-// h.mu is held.
+// latest such deadline. The Client's deadlines end the hold when it
+// passes (at once for one already passed). h.mu is held.
 func (h *hold) armLocked(sent time.Time, lease time.Duration) {
 	deadline := addSat(sent.Sub(processStart), lease-drift(lease)) // saturates for a lease of centuries
 	if deadline <= h.deadline {
 		return
 	}
 	h.deadline = deadline
-	if h.expiry == nil {
-		h.expiry = time.AfterFunc(deadline-sinceStart(), h.expired)
-		return
-	}
-	if h.expiry.Stop() {
-		h.expiry.Reset(deadline - sinceStart())
-	}
-	// Stop failing means the deadline already fired: the hold is ending.
+	h.c.deadlines.set(h, deadline)
 }
 
 // renewed records a renewal sent at sent that confirmed the hold.
@@ -158,12 +152,6 @@ func (h *hold) lost(*watchdog.Entry) {
 	h.finish(ErrLockLost)
 }
 
-// expired is the local deadline passing.
-func (h *hold) expired() {
-	h.c.cfg.logger.Warn("rlock: lock lost: lease deadline passed", "key", h.id.key)
-	h.finish(errDeadlinePassed)
-}
-
 // finish ends h once: every context bound to it is done with cause, and no
 // renewal is sent for it any more. Its turn keeps the count Redis confirmed:
 // an Unlock after a loss still leaves what Redis may hold.
@@ -173,19 +161,32 @@ func (h *hold) expired() {
 // passed must learn of it then, not a round later, when another owner may
 // already hold the lock.
 func (h *hold) finish(cause error) {
+	if h.end(cause) {
+		h.letGo(cause)
+	}
+}
+
+// end is finish's first half: it ends h's lifetime with cause, once, and
+// reports whether this call did.
+func (h *hold) end(cause error) bool {
 	h.mu.Lock()
 	if h.ended {
 		h.mu.Unlock()
-		return
+		return false
 	}
 	h.ended = true
-	if h.expiry != nil {
-		h.expiry.Stop()
-	}
-	watched := h.watched
+	h.c.deadlines.remove(h)
 	h.mu.Unlock()
-
 	h.life.end(cause)
+	return true
+}
+
+// letGo is finish's second half, after end: no renewal is sent for h any
+// more, and the hooks learn that it ended with cause.
+func (h *hold) letGo(cause error) {
+	h.mu.Lock()
+	watched := h.watched // fixed once ended
+	h.mu.Unlock()
 	if watched {
 		h.c.dog.Remove(&h.entry)
 	}

@@ -18,7 +18,7 @@ type resource struct {
 	c    *Client
 	name string
 	keys keys.Ref // its hash key; the others are made per call (keys.Ref.Value)
-	err  error                    // set when the handle is unusable
+	err  error    // set when the handle is unusable
 }
 
 // newResource returns the resource called name, whose keys k stands for, or one
