@@ -110,7 +110,7 @@ func (h *hold) record(sent time.Time, lease time.Duration, watch bool) error {
 		return h.life.Cause()
 	}
 	if watch && !h.watched {
-		h.entry = watchdog.Entry{Key: h.id.key, Field: h.id.field, Renewed: h.renewed, Lost: h.lost}
+		h.entry = watchdog.Entry{Key: h.id.key, Field: h.id.field, Holder: h}
 		if err := h.c.dog.Add(&h.entry); err != nil {
 			if errors.Is(err, watchdog.ErrClosed) {
 				return ErrClosed // Close has begun: the caller matches rlock's
@@ -137,8 +137,9 @@ func (h *hold) armLocked(sent time.Time, lease time.Duration) {
 	h.c.deadlines.set(h, deadline)
 }
 
-// renewed records a renewal sent at sent that confirmed the hold.
-func (h *hold) renewed(sent time.Time) {
+// Renewed records a renewal sent at sent that confirmed the hold (it is
+// its entry's watchdog.Holder).
+func (h *hold) Renewed(sent time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.ended {
@@ -146,8 +147,8 @@ func (h *hold) renewed(sent time.Time) {
 	}
 }
 
-// lost is the watchdog's news that a renewal found the hold gone.
-func (h *hold) lost(*watchdog.Entry) {
+// Lost is the watchdog's news that a renewal found the hold gone.
+func (h *hold) Lost(*watchdog.Entry) {
 	h.c.cfg.logger.Warn("rlock: lock lost: renewal found it gone", "key", h.id.key)
 	h.finish(ErrLockLost)
 }
