@@ -68,6 +68,7 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 		closed:  make(chan struct{}),
 	}
 	c.turns.init()
+	c.deadlines.Init(expire)
 	if cluster {
 		c.publish = "spublish"
 	}

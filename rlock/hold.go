@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rlock/rlock/internal/alarm"
 	"github.com/rlock/rlock/watchdog"
 )
 
@@ -21,23 +22,23 @@ type hold struct {
 	id    holdID
 	token int64
 	l     *lock         // the lock, which the hooks are told of
-	since time.Duration // when the hold began, on the monotonic clock (sinceStart)
+	since time.Duration // when the hold began, on the monotonic clock (alarm.Now)
 
 	life lifetime // ends when the hold ends; its cause says why
 
 	mu       sync.Mutex
 	ended    bool
 	watched  bool           // the watchdog renews this hold (entry is added)
-	deadline time.Duration  // the local deadline (sinceStart): no other owner can take the lock before it
+	deadline time.Duration  // the local deadline (alarm.Now): no other owner can take the lock before it
 	entry    watchdog.Entry // the hold's renewals, once watched
 
-	place int // its place in c.deadlines, from 1; 0 when out. Guarded by c.deadlines.mu
+	place int // its place in c.deadlines (see Place)
 }
 
 // newHold returns owner id's new hold on l, whose first level was granted
 // with token.
 func newHold(l *lock, id holdID, token int64) *hold {
-	h := &hold{c: l.c, id: id, token: token, l: l, since: sinceStart()}
+	h := &hold{c: l.c, id: id, token: token, l: l, since: alarm.Now()}
 	h.hookStart()
 	return h
 }
@@ -129,12 +130,12 @@ func (h *hold) record(sent time.Time, lease time.Duration, watch bool) error {
 // latest such deadline. The Client's deadlines end the hold when it
 // passes (at once for one already passed). h.mu is held.
 func (h *hold) armLocked(sent time.Time, lease time.Duration) {
-	deadline := addSat(sent.Sub(processStart), lease-drift(lease)) // saturates for a lease of centuries
+	deadline := addSat(alarm.At(sent), lease-drift(lease)) // saturates for a lease of centuries
 	if deadline <= h.deadline {
 		return
 	}
 	h.deadline = deadline
-	h.c.deadlines.set(h, deadline)
+	h.c.deadlines.Set(h, deadline)
 }
 
 // Renewed records a renewal sent at sent that confirmed the hold (it is
@@ -176,7 +177,7 @@ func (h *hold) end(cause error) bool {
 		return false
 	}
 	h.ended = true
-	h.c.deadlines.remove(h)
+	h.c.deadlines.Remove(h)
 	h.mu.Unlock()
 	h.life.end(cause)
 	return true
@@ -208,7 +209,7 @@ func (h *hold) hookEnd(cause error, watched bool) {
 	if hk == nil {
 		return
 	}
-	hk.HoldEnd(HoldEnd{LockRef: h.l.ref(), Token: h.token, Held: sinceStart() - h.since, Reason: endReason(cause, watched), Cause: cause})
+	hk.HoldEnd(HoldEnd{LockRef: h.l.ref(), Token: h.token, Held: alarm.Now() - h.since, Reason: endReason(cause, watched), Cause: cause})
 }
 
 // endReason names why a hold ended with cause.
@@ -230,15 +231,6 @@ func endReason(cause error, watched bool) EndReason {
 		return EndLeaseEnded
 	}
 	return EndGone
-}
-
-// processStart is when this process began, for sinceStart.
-var processStart = time.Now()
-
-// sinceStart is the monotonic time since the process began: a point in
-// time in 8 bytes rather than a time.Time's 24, for what a hold keeps.
-func sinceStart() time.Duration {
-	return time.Since(processStart)
 }
 
 // drift is the allowance for clock-rate differences between this process and
