@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/redis/rueidis"
+
+	"github.com/rlock/rlock/internal/alarm"
 )
 
 // ErrClosed is returned by Subscribe once the Subscriber is closed.
@@ -31,6 +33,10 @@ type Subscriber struct {
 	mu       sync.Mutex
 	channels map[string]*channel // by name; an entry lives until its goroutine exits
 	closed   bool
+
+	// The waiters' WakeAfter wake-ups, on one timer for all (a timer per
+	// waiter cost ~170 B). Set and removed under mu.
+	wakeups alarm.Clock[*Waiter]
 }
 
 // New returns a Subscriber that subscribes through rc. sharded selects
@@ -45,7 +51,7 @@ func New(rc rueidis.Client, sharded bool, logger *slog.Logger, id string) *Subsc
 		logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Subscriber{
+	s := &Subscriber{
 		rc:       rc,
 		id:       id,
 		sharded:  sharded,
@@ -55,6 +61,8 @@ func New(rc rueidis.Client, sharded bool, logger *slog.Logger, id string) *Subsc
 		stopped:  make(chan struct{}),
 		channels: make(map[string]*channel),
 	}
+	s.wakeups.Init(timeUp)
+	return s
 }
 
 // Subscribe joins the queue of local waiters on channel and returns the new
