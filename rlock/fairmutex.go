@@ -59,7 +59,8 @@ func (f *FairMutex) engine() *lock {
 // acquire is lock.acquire with the queue's wait (fairqueue.go).
 func (f *FairMutex) acquire(ctx context.Context, wait, lease time.Duration) (context.Context, bool, error) {
 	l := f.engine()
-	a := l.begin(ctx, lease)
+	var a acquisition
+	l.begin(&a, ctx, lease)
 	if a.waits(l, wait) {
 		a.lctx, a.g, a.err = l.waitInQueue(a.octx, a.o, wait, lease, &a.trace)
 	}
