@@ -19,7 +19,7 @@ type Waiter struct {
 	note  string        // the latest addressed message's note not yet taken
 	due   time.Duration // when s.wakeups wakes the waiter (alarm.Now); 0 when not armed
 	by    time.Duration // the earliest Deadline not yet passed (alarm.Now), or 0: caps the next WakeAfter
-	place int           // its place in s.wakeups (see Place)
+	place int32         // its place in s.wakeups (see Place)
 
 	subscribed bool // a confirmed subscription made it ready
 	woken      bool // a message's wake-up was handed to it
@@ -91,7 +91,7 @@ func (w *Waiter) arm(due time.Duration) {
 
 // Place is where the waiter's place in its Subscriber's wake-ups is kept
 // (it is an alarm.Item).
-func (w *Waiter) Place() *int {
+func (w *Waiter) Place() *int32 {
 	return &w.place
 }
 

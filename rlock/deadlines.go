@@ -4,7 +4,7 @@ import "github.com/rlock/rlock/internal/alarm"
 
 // Place is where the hold's place in its Client's deadlines is kept (it
 // is an alarm.Item).
-func (h *hold) Place() *int {
+func (h *hold) Place() *int32 {
 	return &h.place
 }
 
@@ -15,7 +15,7 @@ func expire(holds []*hold) {
 	ended := holds[:0]
 	for _, h := range holds {
 		if h.end(errDeadlinePassed) {
-			h.c.cfg.logger.Warn("rlock: lock lost: lease deadline passed", "key", h.id.key)
+			h.client().cfg.logger.Warn("rlock: lock lost: lease deadline passed", "key", h.entry.Key)
 			ended = append(ended, h)
 		}
 	}

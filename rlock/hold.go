@@ -18,29 +18,37 @@ import (
 // The count of re-entries lives in the owner's turn; a hold exists from the
 // first acquire until the final Unlock, a loss, or Client.Close.
 type hold struct {
-	c     *Client
-	id    holdID
+	l     *lock // the lock held, whose Client has the hold; the hooks are told of it
 	token int64
-	l     *lock         // the lock, which the hooks are told of
-	since time.Duration // when the hold began, on the monotonic clock (alarm.Now)
+	since time.Duration // when the hold began (alarm.Now)
 
 	life lifetime // ends when the hold ends; its cause says why
 
 	mu       sync.Mutex
 	ended    bool
 	watched  bool           // the watchdog renews this hold (entry is added)
+	place    int32          // its place in its Client's deadlines (see Place)
 	deadline time.Duration  // the local deadline (alarm.Now): no other owner can take the lock before it
-	entry    watchdog.Entry // the hold's renewals, once watched
-
-	place int // its place in c.deadlines (see Place)
+	entry    watchdog.Entry // names the hold (see id), and has it renewed once watched
 }
 
 // newHold returns owner id's new hold on l, whose first level was granted
 // with token.
 func newHold(l *lock, id holdID, token int64) *hold {
-	h := &hold{c: l.c, id: id, token: token, l: l, since: alarm.Now()}
+	h := &hold{l: l, token: token, since: alarm.Now()}
+	h.entry = watchdog.Entry{Key: id.key, Field: id.field, Holder: h}
 	h.hookStart()
 	return h
+}
+
+// id names the hold's owner and lock (kept once, in its watchdog entry).
+func (h *hold) id() holdID {
+	return holdID{key: h.entry.Key, field: h.entry.Field}
+}
+
+// client returns the Client of the hold.
+func (h *hold) client() *Client {
+	return h.l.c
 }
 
 // holdCtx is a lock context's carrier of its hold: the context a lock
@@ -77,7 +85,7 @@ func (c *holdCtx) up() *holdCtx {
 // not, or nil: the nearest of the holds bound into ctx that is it.
 func carriedHold(ctx context.Context, c *Client, id holdID) *hold {
 	for hc := nearestBound(ctx); hc != nil; hc = hc.up() {
-		if hc.h.c == c && hc.h.id == id {
+		if hc.h.client() == c && hc.h.id() == id {
 			return hc.h
 		}
 	}
@@ -92,7 +100,7 @@ func (h *hold) bind(parent context.Context) context.Context {
 
 // carriedBy reports whether ctx already carries h.
 func (h *hold) carriedBy(ctx context.Context) bool {
-	return carriedHold(ctx, h.c, h.id) == h
+	return carriedHold(ctx, h.client(), h.id()) == h
 }
 
 // active reports whether h has not ended.
@@ -111,8 +119,7 @@ func (h *hold) record(sent time.Time, lease time.Duration, watch bool) error {
 		return h.life.Cause()
 	}
 	if watch && !h.watched {
-		h.entry = watchdog.Entry{Key: h.id.key, Field: h.id.field, Holder: h}
-		if err := h.c.dog.Add(&h.entry); err != nil {
+		if err := h.client().dog.Add(&h.entry); err != nil {
 			if errors.Is(err, watchdog.ErrClosed) {
 				return ErrClosed // Close has begun: the caller matches rlock's
 			}
@@ -135,7 +142,7 @@ func (h *hold) armLocked(sent time.Time, lease time.Duration) {
 		return
 	}
 	h.deadline = deadline
-	h.c.deadlines.Set(h, deadline)
+	h.client().deadlines.Set(h, deadline)
 }
 
 // Renewed records a renewal sent at sent that confirmed the hold (it is
@@ -144,13 +151,13 @@ func (h *hold) Renewed(sent time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.ended {
-		h.armLocked(sent, h.c.cfg.lease)
+		h.armLocked(sent, h.client().cfg.lease)
 	}
 }
 
 // Lost is the watchdog's news that a renewal found the hold gone.
 func (h *hold) Lost(*watchdog.Entry) {
-	h.c.cfg.logger.Warn("rlock: lock lost: renewal found it gone", "key", h.id.key)
+	h.client().cfg.logger.Warn("rlock: lock lost: renewal found it gone", "key", h.entry.Key)
 	h.finish(ErrLockLost)
 }
 
@@ -177,7 +184,7 @@ func (h *hold) end(cause error) bool {
 		return false
 	}
 	h.ended = true
-	h.c.deadlines.Remove(h)
+	h.client().deadlines.Remove(h)
 	h.mu.Unlock()
 	h.life.end(cause)
 	return true
@@ -190,14 +197,14 @@ func (h *hold) letGo(cause error) {
 	watched := h.watched // fixed once ended
 	h.mu.Unlock()
 	if watched {
-		h.c.dog.Remove(&h.entry)
+		h.client().dog.Remove(&h.entry)
 	}
 	h.hookEnd(cause, watched)
 }
 
 // hookStart reports that h began.
 func (h *hold) hookStart() {
-	if hk := h.c.cfg.hooks; hk != nil {
+	if hk := h.client().cfg.hooks; hk != nil {
 		hk.HoldStart(HoldStart{LockRef: h.l.ref(), Token: h.token})
 	}
 }
@@ -205,7 +212,7 @@ func (h *hold) hookStart() {
 // hookEnd reports that h ended with cause; watched says the watchdog renewed
 // it, which tells a lease that ran out from a renewal that never came.
 func (h *hold) hookEnd(cause error, watched bool) {
-	hk := h.c.cfg.hooks
+	hk := h.client().cfg.hooks
 	if hk == nil {
 		return
 	}

@@ -97,7 +97,7 @@ func (l *lock) holdID(o *owner) holdID {
 func (l *lock) boundHoldID(ctx context.Context, o *owner) holdID {
 	key := l.keys.Hash()
 	for hc := nearestBound(ctx); hc != nil; hc = hc.up() {
-		if id := hc.h.id; hc.h.c == l.c && id.key == key && l.c.isKindField(id.field, o, l.kind.suffix) {
+		if id := hc.h.id(); hc.h.client() == l.c && id.key == key && l.c.isKindField(id.field, o, l.kind.suffix) {
 			return id
 		}
 	}

@@ -17,7 +17,7 @@ type Item interface {
 	comparable
 	// Place returns where the item's place is kept, from 1; 0 when it is
 	// in no Clock. Only the Clock writes it, under its lock.
-	Place() *int
+	Place() *int32
 }
 
 // Clock is a set of items, each due at a time, and a timer that hands
@@ -58,7 +58,7 @@ func (c *Clock[T]) Init(ring func([]T)) {
 func (c *Clock[T]) Set(x T, at time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if p := *x.Place(); p == 0 {
+	if p := int(*x.Place()); p == 0 {
 		c.due = append(c.due, due[T]{at: at, x: x})
 		c.due.up(len(c.due) - 1)
 	} else {
@@ -72,7 +72,7 @@ func (c *Clock[T]) Set(x T, at time.Duration) {
 func (c *Clock[T]) Remove(x T) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	p := *x.Place()
+	p := int(*x.Place())
 	if p == 0 {
 		return false
 	}

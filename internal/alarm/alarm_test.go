@@ -15,11 +15,11 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // item is a test Item.
 type item struct {
-	place int
+	place int32
 	n     int
 }
 
-func (x *item) Place() *int { return &x.place }
+func (x *item) Place() *int32 { return &x.place }
 
 // TestHeapKeepsOrder: however items are added, moved and taken out, the
 // earliest is at the root, every item knows its place, and taking the root
@@ -33,7 +33,7 @@ func TestHeapKeepsOrder(t *testing.T) {
 	}
 	check := func() {
 		for i, e := range d {
-			require.Equal(t, i+1, e.x.place, "an item knows its place")
+			require.Equal(t, int32(i+1), e.x.place, "an item knows its place")
 			if i > 0 {
 				require.LessOrEqual(t, d[(i-1)/2].at, e.at, "a parent is due no later than its child")
 			}
@@ -48,9 +48,9 @@ func TestHeapKeepsOrder(t *testing.T) {
 			d.up(len(d) - 1)
 		case r.IntN(2) == 0:
 			d[x.place-1].at = at
-			d.fix(x.place - 1)
+			d.fix(int(x.place) - 1)
 		default:
-			d.removeAt(x.place - 1)
+			d.removeAt(int(x.place) - 1)
 			require.Zero(t, x.place, "an item taken out has no place")
 		}
 		check()

@@ -16,7 +16,7 @@ type due[T Item] struct {
 // put places e at i, telling its item.
 func (d dueHeap[T]) put(i int, e due[T]) {
 	d[i] = e
-	*e.x.Place() = i + 1
+	*e.x.Place() = int32(i + 1)
 }
 
 // up moves the element at i towards the root until its parent is due no
@@ -59,7 +59,7 @@ func (d dueHeap[T]) down(i int) {
 func (d dueHeap[T]) fix(i int) {
 	x := d[i].x
 	d.up(i)
-	d.down(*x.Place() - 1)
+	d.down(int(*x.Place()) - 1)
 }
 
 // removeAt takes out the element at i and returns its item.
