@@ -35,10 +35,11 @@ const (
 // The heap includes what the benchmark keeps per held lock, the same for
 // every library: one unlock closure and its slot, some 50 bytes, with
 // what the closure holds on to (for rlock, the Mutex handle and the lock
-// context, as a caller would). The waiters' client has served as many
-// waiters on another lock before, so that connections it dials only under
-// load are not counted as theirs. Each iteration is an uncontended
-// Lock+Unlock, reported with its allocations.
+// context, as a caller would). Each client has taken and released as many
+// locks (served as many waiters on another lock) before, so that
+// connections it dials only under that load are not counted as the held
+// locks' (the waiters'). Each iteration is an uncontended Lock+Unlock,
+// reported with its allocations.
 func benchMemory(b *testing.B, node *redistest.Node) {
 	for _, p := range peers {
 		b.Run(p.name, func(b *testing.B) {
@@ -46,6 +47,10 @@ func benchMemory(b *testing.B, node *redistest.Node) {
 			name := benchName(b)
 			names := lockNames(name+":held", memLocks)
 
+			// As many locks held and released first, for the reason the
+			// waiters are warmed up below: connections dialed only under
+			// that load are the client's, not the held locks'.
+			require.Zero(b, releaseAll(b, holdMany(b, l, lockNames(name+":warm-up", memLocks), concurrency), concurrency), "locks lost while held")
 			held := measureMemory(func() func() {
 				unlocks := holdMany(b, l, names, concurrency)
 				return func() {

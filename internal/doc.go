@@ -4,6 +4,8 @@
 //
 //   - keys names the Redis keys and the unlock channel of one lock, all in
 //     one Cluster slot, and checks lock names and key prefixes.
+//   - alarm keeps many deadlines on one timer: a Client's hold deadlines,
+//     a Subscriber's waiters' wake-ups.
 //   - slot computes Redis Cluster hash slots (CRC16 of the key or of its
 //     hash tag), so that work on many keys can be cut into single-slot
 //     batches.

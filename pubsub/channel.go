@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/rlock/rlock/internal/alarm"
 )
 
 // WakeAll is the message that wakes every waiter of a channel; a message
@@ -158,7 +160,7 @@ func (c *channel) deadline(tag, ms string) {
 	if err != nil || n < 0 {
 		return
 	}
-	by := time.Now().Add(time.Duration(min(n, int64(maxWait/time.Millisecond))) * time.Millisecond)
+	by := alarm.Now() + time.Duration(min(n, int64(maxWait/time.Millisecond)))*time.Millisecond
 	for _, w := range c.waiters {
 		if w.subscribed && w.tag == tag {
 			w.wakeBy(by)

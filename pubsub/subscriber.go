@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 
 	"github.com/redis/rueidis"
+
+	"github.com/rlock/rlock/internal/alarm"
 )
 
 // ErrClosed is returned by Subscribe once the Subscriber is closed.
@@ -33,6 +35,10 @@ type Subscriber struct {
 	channels map[string]*channel // by name; an entry lives until its goroutine exits
 	closed   bool
 	live     atomic.Int64 // len(channels), read without mu
+
+	// The waiters' WakeAfter wake-ups, on one timer for all (a timer per
+	// waiter cost ~170 B). Set and removed under mu.
+	wakeups alarm.Clock[*Waiter]
 }
 
 // New returns a Subscriber that subscribes through rc. sharded selects
@@ -47,7 +53,7 @@ func New(rc rueidis.Client, sharded bool, logger *slog.Logger, id string) *Subsc
 		logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Subscriber{
+	s := &Subscriber{
 		rc:       rc,
 		id:       id,
 		sharded:  sharded,
@@ -57,6 +63,8 @@ func New(rc rueidis.Client, sharded bool, logger *slog.Logger, id string) *Subsc
 		stopped:  make(chan struct{}),
 		channels: make(map[string]*channel),
 	}
+	s.wakeups.Init(timeUp)
+	return s
 }
 
 // Subscribe joins the queue of local waiters on channel and returns the new
@@ -118,11 +126,15 @@ func (s *Subscriber) SubscribeAs(ctx context.Context, channel, tag string) (*Wai
 	}
 }
 
+// Active reports whether any channel is subscribed (or being subscribed
+// or unsubscribed), without taking the Subscriber's lock: a caller can skip
+// naming a channel for Waiting when none is.
+func (s *Subscriber) Active() bool {
+	return s.live.Load() > 0
+}
+
 // Waiting reports whether waiters of this Subscriber wait on channel.
 func (s *Subscriber) Waiting(channel string) bool {
-	if s.live.Load() == 0 {
-		return false
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.channels[channel]

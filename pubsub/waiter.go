@@ -1,6 +1,10 @@
 package pubsub
 
-import "time"
+import (
+	"time"
+
+	"github.com/rlock/rlock/internal/alarm"
+)
 
 // Waiter is one local waiter in a channel's queue, from Subscribe until
 // Done. Its methods are safe for concurrent use, but for WakeAfter.
@@ -12,10 +16,10 @@ type Waiter struct {
 	tag   string        // the name addressed messages use; "" for none
 
 	// Guarded by c.s.mu.
-	note  string      // the latest addressed message's note not yet taken
-	timer *time.Timer // WakeAfter's
-	due   time.Time   // when timer wakes the waiter; zero when it is not armed
-	by    time.Time   // the earliest Deadline not yet passed: caps the next WakeAfter
+	note  string        // the latest addressed message's note not yet taken
+	due   time.Duration // when s.wakeups wakes the waiter (alarm.Now); 0 when not armed
+	by    time.Duration // the earliest Deadline not yet passed (alarm.Now), or 0: caps the next WakeAfter
+	place int32         // its place in s.wakeups (see Place)
 
 	subscribed bool // a confirmed subscription made it ready
 	woken      bool // a message's wake-up was handed to it
@@ -59,8 +63,8 @@ func (w *Waiter) Poke() {
 	}
 }
 
-// maxWait caps a timer, far beyond any lease: time.Time arithmetic
-// saturates, but a timer's duration must stay positive.
+// maxWait caps a wait, far beyond any lease, so that a wake-up time never
+// overflows.
 const maxWait = 100 * 365 * 24 * time.Hour
 
 // WakeAfter arranges a wake-up on Wake after d, in place of any arranged
@@ -71,47 +75,56 @@ func (w *Waiter) WakeAfter(d time.Duration) {
 	s := w.c.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	due := time.Now().Add(min(d, maxWait))
-	if !w.by.IsZero() && w.by.Before(due) {
+	due := alarm.Now() + min(d, maxWait)
+	if w.by != 0 && w.by < due {
 		due = w.by
 	}
-	w.by = time.Time{}
+	w.by = 0
 	w.arm(due)
 }
 
 // wakeBy brings the waiter's wake-up forward to by: the armed timer, and
 // the next WakeAfter until by has passed, so that a waiter that was awake
 // when the Deadline came still sleeps no longer. The caller holds s.mu.
-func (w *Waiter) wakeBy(by time.Time) {
-	if w.by.IsZero() || by.Before(w.by) {
+func (w *Waiter) wakeBy(by time.Duration) {
+	if w.by == 0 || by < w.by {
 		w.by = by
 	}
-	if !w.due.IsZero() && by.Before(w.due) {
+	if w.due != 0 && by < w.due {
 		w.arm(by)
 	}
 }
 
-// arm sets the waiter's timer to wake it at due. The caller holds s.mu.
-func (w *Waiter) arm(due time.Time) {
-	w.due = due
-	if w.timer == nil {
-		w.timer = time.AfterFunc(time.Until(due), w.timeUp)
-		return
-	}
-	w.timer.Reset(time.Until(due))
+// arm has the Subscriber's wake-ups wake the waiter at due. The caller
+// holds s.mu.
+func (w *Waiter) arm(due time.Duration) {
+	w.due = max(due, 1) // 0 means not armed
+	w.c.s.wakeups.Set(w, w.due)
 }
 
-// timeUp is WakeAfter's wake-up, unless the waiter has left meanwhile.
-func (w *Waiter) timeUp() {
-	s := w.c.s
+// Place is where the waiter's place in its Subscriber's wake-ups is kept
+// (it is an alarm.Item).
+func (w *Waiter) Place() *int32 {
+	return &w.place
+}
+
+// timeUp is WakeAfter's wake-up of the waiters in ws, but for those that
+// have left meanwhile: the Subscriber's wake-ups hand them over.
+func timeUp(ws []*Waiter) {
+	s := ws[0].c.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	w.due = time.Time{}
-	if !w.by.After(time.Now()) {
-		w.by = time.Time{}
-	}
-	if !w.left {
-		w.nudge()
+	now := alarm.Now()
+	for _, w := range ws {
+		if w.due <= now { // else WakeAfter armed it again meanwhile
+			w.due = 0
+		}
+		if w.by <= now {
+			w.by = 0
+		}
+		if !w.left {
+			w.nudge()
+		}
 	}
 }
 
@@ -128,14 +141,19 @@ func (w *Waiter) Done(acquired bool) (last bool) {
 	s := w.c.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if w.timer != nil {
-		w.timer.Stop()
-		w.due = time.Time{}
-	}
+	w.disarm()
 	if w.left {
 		return false
 	}
 	return w.c.leave(w, w.woken && !acquired)
+}
+
+// disarm cancels WakeAfter's wake-up. The caller holds s.mu.
+func (w *Waiter) disarm() {
+	if w.due != 0 {
+		w.c.s.wakeups.Remove(w)
+		w.due = 0
+	}
 }
 
 // markReady lets Subscribe return w: its channel's subscription is
@@ -175,5 +193,6 @@ func (w *Waiter) dismiss() {
 		w.fail(ErrClosed)
 	}
 	w.left = true
+	w.disarm()
 	close(w.wake)
 }

@@ -28,7 +28,8 @@ type grant struct {
 // unchanged and false when the wait ran out. (FairMutex's acquire is the
 // same with the queue's wait.)
 func (l *lock) acquire(ctx context.Context, wait, lease time.Duration) (context.Context, bool, error) {
-	a := l.begin(ctx, wait, lease)
+	var a acquisition
+	l.begin(&a, ctx, wait, lease)
 	if a.waits(l, wait) {
 		a.lctx, a.g, a.err = l.waitOnChannel(a.octx, a.o, wait, lease, &a.trace)
 	}
@@ -47,33 +48,34 @@ type acquisition struct {
 	err       error
 }
 
-// begin starts an acquire of l by ctx's owner (a new owner when ctx
-// carries none) with one attempt; but a new owner that may wait (wait is
+// begin starts a, an acquire of l by ctx's owner (a new owner when ctx
+// carries none), with one attempt; but a new owner that may wait (wait is
 // not 0) on a lock this Client knows is contended goes straight to the
-// wait, which subscribes first: its attempt now would only be refused.
-func (l *lock) begin(ctx context.Context, wait, lease time.Duration) acquisition {
-	a := acquisition{ctx: ctx}
+// wait, which subscribes first: its attempt now would only be refused. (a
+// is filled in place, not returned: a waiter's stack keeps its caller's
+// frame, and a copy there would double it.)
+func (l *lock) begin(a *acquisition, ctx context.Context, wait, lease time.Duration) {
+	a.ctx = ctx
 	if a.err = l.check(ctx); a.err != nil {
-		return a
+		return
 	}
 	if ctx.Err() != nil {
 		a.err = fmt.Errorf("rlock: acquire: %w", doneErr(ctx))
-		return a
+		return
 	}
 	a.octx, a.o = withOwner(ctx)
 	a.trace = l.traceAcquire(a.octx)
 	if fresh := a.octx == context.Context(a.o); fresh && wait != 0 && l.contended() {
-		return a
+		return
 	}
 	a.lctx, a.g, a.err = l.attempt(a.octx, l.holdID(a.o), lease, false)
 	a.trace.attempts++
-	return a
 }
 
 // contended reports whether this Client knows l is contended: waiters of
 // this Client wait on it.
 func (l *lock) contended() bool {
-	return l.c.subs.Waiting(l.keys.Value().Channel)
+	return l.c.subs.Active() && l.c.subs.Waiting(l.keys.Value().Channel)
 }
 
 // waits reports whether the acquire goes on to wait: its attempt found the

@@ -29,8 +29,9 @@ type Client struct {
 	dog     *watchdog.Watchdog
 	subs    *pubsub.Subscriber
 
-	turns turnTable  // closed by Close
-	lot   parkingLot // waiters a release may hand a Mutex to
+	turns     turnTable  // closed by Close
+	deadlines deadlines  // the local deadlines of its holds
+	lot       parkingLot // waiters a release may hand a Mutex to
 
 	mu     sync.Mutex
 	closed chan struct{}  // closed by Close, under mu
@@ -68,6 +69,7 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 		closed:  make(chan struct{}),
 	}
 	c.turns.init()
+	c.deadlines.Init(expire)
 	if cluster {
 		c.publish = "spublish"
 	}
@@ -81,7 +83,7 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 // the empty name is invalid; it is reported by the handle's first call. To
 // put several locks in one Cluster slot, see GroupedMutex.
 func (c *Client) Mutex(name string) *Mutex {
-	return &Mutex{newLock(c, name, mutexKind, keys.CheckName(name), keys.New(c.prefix(), name))}
+	return &Mutex{newLock(c, name, mutexKind, keys.CheckName(name), keys.NewRef(c.prefix(), name))}
 }
 
 // Close stops the watchdog and the subscriber, wakes every waiting call with

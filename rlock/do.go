@@ -136,7 +136,7 @@ func (l *lock) dataKey(suffix string) string {
 	if l.c == nil || l.err != nil {
 		return ""
 	}
-	return l.keys.Value().Hash + ":data:" + suffix
+	return l.keys.Hash() + ":data:" + suffix
 }
 
 // do runs cmds for ctx's owner under the hold of l's kind it has; see

@@ -461,7 +461,7 @@
 //     var fooKind = &kind{name: "foo", acquire: lua.FooAcquire,
 //     release: lua.FooRelease}.
 //  4. Its type embeds (or holds) a lock made by newLock(c, name, fooKind,
-//     keys.CheckName(name), keys.New(c.prefix(), name)); its verbs call the
+//     keys.CheckName(name), keys.NewRef(c.prefix(), name)); its verbs call the
 //     engine: lock.acquire, lock.unlock, lock.forceUnlock, the queries.
 //  5. If its waiters wait differently, write the wait beside it (as
 //     fairqueue.go does) and an acquire that calls begin, the wait, and end.

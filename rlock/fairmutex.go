@@ -37,7 +37,7 @@ type FairMutex struct {
 // FairMutex returns a handle on the fair lock called name, as Mutex does
 // on a lock.
 func (c *Client) FairMutex(name string) *FairMutex {
-	return &FairMutex{l: newLock(c, name, fairKind, keys.CheckName(name), keys.NewFair(c.prefix(), name))}
+	return &FairMutex{l: newLock(c, name, fairKind, keys.CheckName(name), keys.NewFairRef(c.prefix(), name))}
 }
 
 // fairKind is FairMutex's: one reentrant owner at a time, handed the lock
@@ -59,7 +59,8 @@ func (f *FairMutex) engine() *lock {
 // acquire is lock.acquire with the queue's wait (fairqueue.go).
 func (f *FairMutex) acquire(ctx context.Context, wait, lease time.Duration) (context.Context, bool, error) {
 	l := f.engine()
-	a := l.begin(ctx, wait, lease)
+	var a acquisition
+	l.begin(&a, ctx, wait, lease)
 	if a.waits(l, wait) {
 		a.lctx, a.g, a.err = l.waitInQueue(a.octx, a.o, wait, lease, &a.trace)
 	}

@@ -100,7 +100,7 @@ func (q *place) queued(sent time.Time) error {
 	if q.watched != nil {
 		return nil
 	}
-	h := &watchdog.Entry{Key: q.l.keys.Value().Queue, Field: q.id.field, Renewed: q.renewed, Lost: q.lost}
+	h := &watchdog.Entry{Key: q.l.keys.Value().Queue, Field: q.id.field, Holder: q}
 	if err := q.l.c.dog.Add(h); err != nil {
 		if errors.Is(err, watchdog.ErrClosed) {
 			return ErrClosed
@@ -111,8 +111,9 @@ func (q *place) queued(sent time.Time) error {
 	return nil
 }
 
-// renewed records a renewal of the entry sent at sent.
-func (q *place) renewed(sent time.Time) {
+// Renewed records a renewal of the entry sent at sent (q is its
+// watchdog.Holder).
+func (q *place) Renewed(sent time.Time) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if sent.After(q.anchor) {
@@ -120,10 +121,10 @@ func (q *place) renewed(sent time.Time) {
 	}
 }
 
-// lost records that the entry h renewed is gone: the lock was handed over
+// Lost records that the entry h renewed is gone: the lock was handed over
 // to the waiter, or its own lease ran out. The waiter's next ask tells
 // which, and queues it again if need be, under a new watchdog hold.
-func (q *place) lost(h *watchdog.Entry) {
+func (q *place) Lost(h *watchdog.Entry) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.watched == h {

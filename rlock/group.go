@@ -15,5 +15,5 @@ func (c *Client) GroupedMutex(group, name string) *Mutex {
 	if err == nil {
 		err = keys.CheckName(name)
 	}
-	return &Mutex{newLock(c, name, mutexKind, err, keys.NewGrouped(c.prefix(), group, name))}
+	return &Mutex{newLock(c, name, mutexKind, err, keys.NewGroupedRef(c.prefix(), group, name))}
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rlock/rlock/internal/alarm"
 	"github.com/rlock/rlock/watchdog"
 )
 
@@ -17,31 +18,39 @@ import (
 // The count of re-entries lives in the owner's turn; a hold exists from the
 // first acquire until the final Unlock, a loss, or Client.Close.
 type hold struct {
-	c     *Client
-	id    holdID
+	l     *lock // the lock held, whose Client has the hold; the hooks are told of it
 	token int64
-	l     *lock         // the lock, which the hooks are told of
-	since time.Duration // when the hold began, on the monotonic clock (sinceStart)
+	since time.Duration // when the hold began (alarm.Now)
 
 	life lifetime // ends when the hold ends; its cause says why
 
-	counted bool // counted in its Client's lot while it lives (handoff.go)
-
 	mu       sync.Mutex
+	counted  bool // counted in its Client's lot while it lives (park.go)
 	ended    bool
 	watched  bool           // the watchdog renews this hold (entry is added)
-	deadline time.Duration  // the local deadline (sinceStart): no other owner can take the lock before it
-	expiry   *time.Timer    // fires at the local deadline
-	entry    watchdog.Entry // the hold's renewals, once watched
+	place    int32          // its place in its Client's deadlines (see Place)
+	deadline time.Duration  // the local deadline (alarm.Now): no other owner can take the lock before it
+	entry    watchdog.Entry // names the hold (see id), and has it renewed once watched
 }
 
 // newHold returns owner id's new hold on l, whose first level was granted
 // with token.
 func newHold(l *lock, id holdID, token int64) *hold {
-	h := &hold{c: l.c, id: id, token: token, l: l, since: sinceStart()}
+	h := &hold{l: l, token: token, since: alarm.Now()}
+	h.entry = watchdog.Entry{Key: id.key, Field: id.field, Holder: h}
 	h.counted = l.c.lot.holding(id.key)
 	h.hookStart()
 	return h
+}
+
+// id names the hold's owner and lock (kept once, in its watchdog entry).
+func (h *hold) id() holdID {
+	return holdID{key: h.entry.Key, field: h.entry.Field}
+}
+
+// client returns the Client of the hold.
+func (h *hold) client() *Client {
+	return h.l.c
 }
 
 // holdCtx is a lock context's carrier of its hold: the context a lock
@@ -78,7 +87,7 @@ func (c *holdCtx) up() *holdCtx {
 // not, or nil: the nearest of the holds bound into ctx that is it.
 func carriedHold(ctx context.Context, c *Client, id holdID) *hold {
 	for hc := nearestBound(ctx); hc != nil; hc = hc.up() {
-		if hc.h.c == c && hc.h.id == id {
+		if hc.h.client() == c && hc.h.id() == id {
 			return hc.h
 		}
 	}
@@ -93,7 +102,7 @@ func (h *hold) bind(parent context.Context) context.Context {
 
 // carriedBy reports whether ctx already carries h.
 func (h *hold) carriedBy(ctx context.Context) bool {
-	return carriedHold(ctx, h.c, h.id) == h
+	return carriedHold(ctx, h.client(), h.id()) == h
 }
 
 // active reports whether h has not ended.
@@ -112,8 +121,7 @@ func (h *hold) record(sent time.Time, lease time.Duration, watch bool) error {
 		return h.life.Cause()
 	}
 	if watch && !h.watched {
-		h.entry = watchdog.Entry{Key: h.id.key, Field: h.id.field, Renewed: h.renewed, Lost: h.lost}
-		if err := h.c.dog.Add(&h.entry); err != nil {
+		if err := h.client().dog.Add(&h.entry); err != nil {
 			if errors.Is(err, watchdog.ErrClosed) {
 				return ErrClosed // Close has begun: the caller matches rlock's
 			}
@@ -128,43 +136,31 @@ func (h *hold) record(sent time.Time, lease time.Duration, watch bool) error {
 // armLocked moves the local deadline to sent + lease - drift if that is
 // later: Redis set that lease no earlier than sent, and no script ever
 // shortens a lock's expiry, so no other owner can take the lock before the
-// latest such deadline. A deadline already passed ends the hold at once.
-// h.mu is held.
+// latest such deadline. The Client's deadlines end the hold when it
+// passes (at once for one already passed). h.mu is held.
 func (h *hold) armLocked(sent time.Time, lease time.Duration) {
-	deadline := addSat(sent.Sub(processStart), lease-drift(lease)) // saturates for a lease of centuries
+	deadline := addSat(alarm.At(sent), lease-drift(lease)) // saturates for a lease of centuries
 	if deadline <= h.deadline {
 		return
 	}
 	h.deadline = deadline
-	if h.expiry == nil {
-		h.expiry = time.AfterFunc(deadline-sinceStart(), h.expired)
-		return
-	}
-	if h.expiry.Stop() {
-		h.expiry.Reset(deadline - sinceStart())
-	}
-	// Stop failing means the deadline already fired: the hold is ending.
+	h.client().deadlines.Set(h, deadline)
 }
 
-// renewed records a renewal sent at sent that confirmed the hold.
-func (h *hold) renewed(sent time.Time) {
+// Renewed records a renewal sent at sent that confirmed the hold (it is
+// its entry's watchdog.Holder).
+func (h *hold) Renewed(sent time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.ended {
-		h.armLocked(sent, h.c.cfg.lease)
+		h.armLocked(sent, h.client().cfg.lease)
 	}
 }
 
-// lost is the watchdog's news that a renewal found the hold gone.
-func (h *hold) lost(*watchdog.Entry) {
-	h.c.cfg.logger.Warn("rlock: lock lost: renewal found it gone", "key", h.id.key)
+// Lost is the watchdog's news that a renewal found the hold gone.
+func (h *hold) Lost(*watchdog.Entry) {
+	h.client().cfg.logger.Warn("rlock: lock lost: renewal found it gone", "key", h.entry.Key)
 	h.finish(ErrLockLost)
-}
-
-// expired is the local deadline passing.
-func (h *hold) expired() {
-	h.c.cfg.logger.Warn("rlock: lock lost: lease deadline passed", "key", h.id.key)
-	h.finish(errDeadlinePassed)
 }
 
 // finish ends h once: every context bound to it is done with cause, and no
@@ -176,31 +172,44 @@ func (h *hold) expired() {
 // passed must learn of it then, not a round later, when another owner may
 // already hold the lock.
 func (h *hold) finish(cause error) {
+	if h.end(cause) {
+		h.letGo(cause)
+	}
+}
+
+// end is finish's first half: it ends h's lifetime with cause, once, and
+// reports whether this call did.
+func (h *hold) end(cause error) bool {
 	h.mu.Lock()
 	if h.ended {
 		h.mu.Unlock()
-		return
+		return false
 	}
 	h.ended = true
-	if h.expiry != nil {
-		h.expiry.Stop()
-	}
-	watched := h.watched
+	h.client().deadlines.Remove(h)
 	h.mu.Unlock()
-
 	h.life.end(cause)
-	if watched {
-		h.c.dog.Remove(&h.entry)
-	}
 	if h.counted {
-		h.c.lot.unheld(h.id.key)
+		h.client().lot.unheld(h.entry.Key)
+	}
+	return true
+}
+
+// letGo is finish's second half, after end: no renewal is sent for h any
+// more, and the hooks learn that it ended with cause.
+func (h *hold) letGo(cause error) {
+	h.mu.Lock()
+	watched := h.watched // fixed once ended
+	h.mu.Unlock()
+	if watched {
+		h.client().dog.Remove(&h.entry)
 	}
 	h.hookEnd(cause, watched)
 }
 
 // hookStart reports that h began.
 func (h *hold) hookStart() {
-	if hk := h.c.cfg.hooks; hk != nil {
+	if hk := h.client().cfg.hooks; hk != nil {
 		hk.HoldStart(HoldStart{LockRef: h.l.ref(), Token: h.token})
 	}
 }
@@ -208,11 +217,11 @@ func (h *hold) hookStart() {
 // hookEnd reports that h ended with cause; watched says the watchdog renewed
 // it, which tells a lease that ran out from a renewal that never came.
 func (h *hold) hookEnd(cause error, watched bool) {
-	hk := h.c.cfg.hooks
+	hk := h.client().cfg.hooks
 	if hk == nil {
 		return
 	}
-	hk.HoldEnd(HoldEnd{LockRef: h.l.ref(), Token: h.token, Held: sinceStart() - h.since, Reason: endReason(cause, watched), Cause: cause})
+	hk.HoldEnd(HoldEnd{LockRef: h.l.ref(), Token: h.token, Held: alarm.Now() - h.since, Reason: endReason(cause, watched), Cause: cause})
 }
 
 // endReason names why a hold ended with cause.
@@ -234,15 +243,6 @@ func endReason(cause error, watched bool) EndReason {
 		return EndLeaseEnded
 	}
 	return EndGone
-}
-
-// processStart is when this process began, for sinceStart.
-var processStart = time.Now()
-
-// sinceStart is the monotonic time since the process began: a point in
-// time in 8 bytes rather than a time.Time's 24, for what a hold keeps.
-func sinceStart() time.Duration {
-	return time.Since(processStart)
 }
 
 // drift is the allowance for clock-rate differences between this process and

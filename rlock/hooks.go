@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rlock/rlock/internal/alarm"
 	"github.com/rlock/rlock/watchdog"
 )
 
@@ -191,22 +192,30 @@ func (l *lock) ref() LockRef {
 }
 
 // callTrace is what the traces of an acquire and of an Unlock share: the
-// hooks (nil: report nothing), the context their start hook returned, and
-// when the call began.
+// context their start hook returned, and when the call began (alarm.Now;
+// 0: the Client has no hooks, and nothing is reported). The hooks are the
+// lock's Client's.
 type callTrace struct {
-	hooks Hooks
 	ctx   context.Context
-	start time.Time
+	start time.Duration
+}
+
+// startTrace is a callTrace begun now, with the context the start hook
+// returned.
+func startTrace(ctx context.Context) callTrace {
+	return callTrace{ctx: ctx, start: max(alarm.Now(), 1)}
 }
 
 // acquireTrace follows one acquire for the hooks; its zero value reports
 // nothing. The acquire counts its attempts and wake-ups in it whether or
-// not it reports: that costs nothing worth a branch.
+// not it reports: that costs nothing worth a branch. A waiter keeps it on
+// its stack while it sleeps, so it is kept small: times as alarm.Now
+// durations rather than time.Time, counts in 32 bits.
 type acquireTrace struct {
 	callTrace
-	waitStart time.Time
-	attempts  int
-	wakeups   int
+	waitStart time.Duration // when the wait began (alarm.Now); 0 before
+	attempts  int32
+	wakeups   int32
 }
 
 // traceAcquire begins following an acquire by ctx.
@@ -215,35 +224,35 @@ func (l *lock) traceAcquire(ctx context.Context) acquireTrace {
 	if hk == nil {
 		return acquireTrace{}
 	}
-	return acquireTrace{callTrace: callTrace{hooks: hk, ctx: hk.AcquireStart(ctx, l.ref()), start: time.Now()}}
+	return acquireTrace{callTrace: startTrace(hk.AcquireStart(ctx, l.ref()))}
 }
 
 // waiting reports that the call begins to wait for l.
 func (t *acquireTrace) waiting(l *lock) {
-	if t.hooks == nil {
+	if t.start == 0 {
 		return
 	}
-	t.waitStart = time.Now()
-	t.hooks.AcquireWait(t.ctx, l.ref())
+	t.waitStart = max(alarm.Now(), 1) // 0 means it did not wait
+	l.c.cfg.hooks.AcquireWait(t.ctx, l.ref())
 }
 
 // end reports the acquire's result: g and err, for the caller's ctx.
 func (t *acquireTrace) end(ctx context.Context, l *lock, g grant, err error) {
-	if t.hooks == nil {
+	if t.start == 0 {
 		return
 	}
-	now := time.Now()
+	now := alarm.Now()
 	e := AcquireEnd{
 		LockRef:  l.ref(),
 		Outcome:  callOutcome(ctx, err),
 		Err:      err,
-		Duration: now.Sub(t.start),
-		Waited:   !t.waitStart.IsZero(),
-		Attempts: t.attempts,
-		Wakeups:  t.wakeups,
+		Duration: now - t.start,
+		Waited:   t.waitStart != 0,
+		Attempts: int(t.attempts),
+		Wakeups:  int(t.wakeups),
 	}
 	if e.Waited {
-		e.Wait = now.Sub(t.waitStart)
+		e.Wait = now - t.waitStart
 	}
 	switch {
 	case err != nil:
@@ -252,7 +261,7 @@ func (t *acquireTrace) end(ctx context.Context, l *lock, g grant, err error) {
 	default:
 		e.Outcome = OutcomeTimeout
 	}
-	t.hooks.AcquireEnd(t.ctx, e)
+	l.c.cfg.hooks.AcquireEnd(t.ctx, e)
 }
 
 // callOutcome classifies a call's err: the caller's ctx ending first
@@ -287,7 +296,7 @@ func (l *lock) traceRelease(ctx context.Context) releaseTrace {
 	if hk == nil {
 		return releaseTrace{}
 	}
-	return releaseTrace{callTrace: callTrace{hooks: hk, ctx: hk.ReleaseStart(ctx, l.ref()), start: time.Now()}}
+	return releaseTrace{callTrace: startTrace(hk.ReleaseStart(ctx, l.ref()))}
 }
 
 // record records what the release request answered for turn tn.
@@ -300,10 +309,10 @@ func (t *releaseTrace) record(tn *turn, result released) {
 
 // end reports the Unlock's result, err.
 func (t *releaseTrace) end(l *lock, err error) {
-	if t.hooks == nil {
+	if t.start == 0 {
 		return
 	}
-	e := ReleaseEnd{LockRef: l.ref(), Outcome: OutcomeError, Err: err, Duration: time.Since(t.start), Left: t.left, Token: t.token}
+	e := ReleaseEnd{LockRef: l.ref(), Outcome: OutcomeError, Err: err, Duration: alarm.Now() - t.start, Left: t.left, Token: t.token}
 	switch {
 	case errors.Is(err, ErrNotHeld):
 		e.Outcome = OutcomeNotHeld
@@ -313,7 +322,7 @@ func (t *releaseTrace) end(l *lock, err error) {
 	default:
 		e.Outcome = OutcomeStillHeld
 	}
-	t.hooks.ReleaseEnd(t.ctx, e)
+	l.c.cfg.hooks.ReleaseEnd(t.ctx, e)
 }
 
 // replicaAcked reports the replica acknowledgement of a granted acquire

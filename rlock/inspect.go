@@ -142,7 +142,7 @@ type Waiter struct {
 // Locks. It is a diagnostic for operators, not a synchronisation
 // primitive.
 func (c *Client) Inspect(ctx context.Context, name string) (LockState, error) {
-	r := newResource(c, name, keys.CheckName(name), keys.New(c.prefix(), name))
+	r := newResource(c, name, keys.CheckName(name), keys.NewRef(c.prefix(), name))
 	if err := r.check(ctx); err != nil {
 		return LockState{}, r.wrap(err)
 	}

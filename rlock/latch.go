@@ -34,7 +34,7 @@ type CountDownLatch struct {
 // Mutex or Semaphore of the same name. Only the empty name is invalid; it
 // is reported by the handle's first call.
 func (c *Client) CountDownLatch(name string) *CountDownLatch {
-	return &CountDownLatch{newResource(c, name, keys.CheckName(name), keys.NewLatch(c.prefix(), name))}
+	return &CountDownLatch{newResource(c, name, keys.CheckName(name), keys.NewLatchRef(c.prefix(), name))}
 }
 
 // latch returns d's resource, nil for a nil handle: its methods answer
@@ -61,7 +61,7 @@ func (d *CountDownLatch) TrySetCount(ctx context.Context, n int) (bool, error) {
 	if n <= 0 {
 		return false, l.wrap(fmt.Errorf("%w: count %d: must be positive", ErrInvalidArgument, n))
 	}
-	set, err := lua.LatchSet.Exec(ctx, l.c.rc, []string{l.keys.Value().Hash}, []string{strconv.Itoa(n)}).AsInt64()
+	set, err := lua.LatchSet.Exec(ctx, l.c.rc, []string{l.keys.Hash()}, []string{strconv.Itoa(n)}).AsInt64()
 	if err != nil {
 		return false, l.wrap(fmt.Errorf("rlock: latch set: %w", err))
 	}
@@ -74,7 +74,7 @@ func (d *CountDownLatch) Count(ctx context.Context) (int, error) {
 	if err := l.check(ctx); err != nil {
 		return 0, l.wrap(err)
 	}
-	n, err := l.c.rc.Do(ctx, l.c.rc.B().Hget().Key(l.keys.Value().Hash).Field("count").Build()).AsInt64()
+	n, err := l.c.rc.Do(ctx, l.c.rc.B().Hget().Key(l.keys.Hash()).Field("count").Build()).AsInt64()
 	if rueidis.IsRedisNil(err) {
 		return 0, nil
 	}

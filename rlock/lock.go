@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-	"unique"
 
 	"github.com/redis/rueidis"
 
@@ -18,14 +17,14 @@ import (
 type resource struct {
 	c    *Client
 	name string
-	keys unique.Handle[keys.Keys] // interned: handles of one resource share one copy
-	err  error                    // set when the handle is unusable
+	keys keys.Ref // its hash key; the others are made per call (keys.Ref.Value)
+	err  error    // set when the handle is unusable
 }
 
-// newResource returns the resource called name, whose keys are k, or one
+// newResource returns the resource called name, whose keys k stands for, or one
 // whose calls fail: c is not a Client made by New, or invalid says why the
 // name names nothing.
-func newResource(c *Client, name string, invalid error, k keys.Keys) resource {
+func newResource(c *Client, name string, invalid error, k keys.Ref) resource {
 	r := resource{c: c, name: name}
 	switch {
 	case c == nil || c.rc == nil:
@@ -33,7 +32,7 @@ func newResource(c *Client, name string, invalid error, k keys.Keys) resource {
 	case invalid != nil:
 		r.err = fmt.Errorf("%w: %w", ErrInvalidName, invalid)
 	default:
-		r.keys = unique.Make(k)
+		r.keys = k
 	}
 	return r
 }
@@ -84,21 +83,21 @@ type lock struct {
 var nilLock lock
 
 // newLock returns the lock of kind k called name; see newResource.
-func newLock(c *Client, name string, k *kind, invalid error, ks keys.Keys) lock {
+func newLock(c *Client, name string, k *kind, invalid error, ks keys.Ref) lock {
 	return lock{resource: newResource(c, name, invalid, ks), kind: k}
 }
 
 // holdID names owner o's hold of l's kind on l.
 func (l *lock) holdID(o *owner) holdID {
-	return holdID{key: l.keys.Value().Hash, field: l.c.kindField(o, l.kind.suffix)}
+	return holdID{key: l.keys.Hash(), field: l.c.kindField(o, l.kind.suffix)}
 }
 
 // boundHoldID is holdID(o), taken from the hold on l of owner o that ctx
 // carries, if any: an Unlock with its lock context makes no field.
 func (l *lock) boundHoldID(ctx context.Context, o *owner) holdID {
-	key := l.keys.Value().Hash
+	key := l.keys.Hash()
 	for hc := nearestBound(ctx); hc != nil; hc = hc.up() {
-		if id := hc.h.id; hc.h.c == l.c && id.key == key && l.c.isKindField(id.field, o, l.kind.suffix) {
+		if id := hc.h.id(); hc.h.client() == l.c && id.key == key && l.c.isKindField(id.field, o, l.kind.suffix) {
 			return id
 		}
 	}
@@ -123,7 +122,7 @@ func (l *lock) isLocked(ctx context.Context) (bool, error) {
 	if err := l.check(ctx); err != nil {
 		return false, l.wrap(err)
 	}
-	n, err := l.c.rc.Do(ctx, l.c.rc.B().Exists().Key(l.keys.Value().Hash).Build()).AsInt64()
+	n, err := l.c.rc.Do(ctx, l.c.rc.B().Exists().Key(l.keys.Hash()).Build()).AsInt64()
 	if err != nil {
 		return false, l.wrap(fmt.Errorf("rlock: exists: %w", err))
 	}
@@ -143,7 +142,7 @@ func (l *lock) holdCount(ctx context.Context) (int, error) {
 	}
 	ctx, cancel := l.c.detached(ctx)
 	defer cancel()
-	n, err := l.c.rc.Do(ctx, l.c.rc.B().Hget().Key(l.keys.Value().Hash).Field(l.holdID(o).field).Build()).AsInt64()
+	n, err := l.c.rc.Do(ctx, l.c.rc.B().Hget().Key(l.keys.Hash()).Field(l.holdID(o).field).Build()).AsInt64()
 	if rueidis.IsRedisNil(err) {
 		return 0, nil
 	}
@@ -158,7 +157,7 @@ func (l *lock) remainingLease(ctx context.Context) (time.Duration, error) {
 	if err := l.check(ctx); err != nil {
 		return 0, l.wrap(err)
 	}
-	ms, err := l.c.rc.Do(ctx, l.c.rc.B().Pttl().Key(l.keys.Value().Hash).Build()).AsInt64()
+	ms, err := l.c.rc.Do(ctx, l.c.rc.B().Pttl().Key(l.keys.Hash()).Build()).AsInt64()
 	if err != nil {
 		return 0, l.wrap(fmt.Errorf("rlock: pttl: %w", err))
 	}

@@ -56,7 +56,7 @@ type walk struct {
 
 // run yields the locks to yield until the walk ends or yield says stop.
 func (w *walk) run(yield func(LockState, error) bool) {
-	r := newResource(w.c, "", nil, keys.Keys{})
+	r := newResource(w.c, "", nil, keys.Ref{})
 	if err := r.check(w.ctx); err != nil {
 		yield(LockState{}, fmt.Errorf("rlock: locks: %w", err))
 		return

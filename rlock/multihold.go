@@ -136,7 +136,7 @@ func (mh *multiHold) retakeOnce(i int) bool {
 	defer cancel()
 	lctx, g, err := m.attempt(ctx, m.holdID(mh.o), 0, false)
 	if err != nil || !g.acquired {
-		m.c.cfg.logger.Debug("rlock: multilock could not take a lost part again yet", "key", m.keys.Value().Hash, "err", err)
+		m.c.cfg.logger.Debug("rlock: multilock could not take a lost part again yet", "key", m.keys.Hash(), "err", err)
 		return errors.Is(err, ErrClosed)
 	}
 	part, ok := m.carried(lctx)

@@ -88,7 +88,7 @@ func (ml *MultiLock) check(ctx context.Context, unlocking bool) error {
 		}
 		for _, prev := range ml.mutexes[:i] {
 			switch {
-			case prev.c == m.c && prev.keys.Value().Hash == m.keys.Value().Hash:
+			case prev.c == m.c && prev.keys.Hash() == m.keys.Hash():
 				return m.wrap(fmt.Errorf("%w: the lock is in the multilock twice", ErrInvalidArgument))
 			case prev.c == m.c && ml.redlock:
 				return m.wrap(fmt.Errorf("%w: a redlock needs each mutex from its own Client, on its own master", ErrInvalidArgument))
@@ -254,7 +254,7 @@ func (ml *MultiLock) Unlock(ctx context.Context) error {
 			failures = append(failures, err)
 		default:
 			m := ml.mutexes[i]
-			m.c.cfg.logger.Debug("rlock: multilock could not reach a node that held no part", "key", m.keys.Value().Hash, "err", err)
+			m.c.cfg.logger.Debug("rlock: multilock could not reach a node that held no part", "key", m.keys.Hash(), "err", err)
 		}
 	}
 	if notHeld == len(ml.mutexes) {

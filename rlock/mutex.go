@@ -45,7 +45,8 @@ func (m *Mutex) engine() *lock {
 // lot (waitParked).
 func (m *Mutex) acquire(ctx context.Context, wait, lease time.Duration) (context.Context, bool, error) {
 	l := m.engine()
-	a := l.begin(ctx, wait, lease)
+	var a acquisition
+	l.begin(&a, ctx, wait, lease)
 	if a.waits(l, wait) {
 		a.lctx, a.g, a.err = l.waitParked(a.octx, a.o, wait, lease, &a.trace)
 	}

@@ -172,7 +172,7 @@ func (lot *parkingLot) tidy(key string, e *lotEntry) {
 func (lot *parkingLot) park(p *parked) {
 	lot.mu.Lock()
 	defer lot.mu.Unlock()
-	lot.sleep(lot.entry(p.l.keys.Value().Hash, true), p)
+	lot.sleep(lot.entry(p.l.keys.Hash(), true), p)
 	p.behind = false
 }
 
@@ -185,7 +185,7 @@ func (lot *parkingLot) parkBehind(p *parked) bool {
 	}
 	lot.mu.Lock()
 	defer lot.mu.Unlock()
-	e := lot.entry(p.l.keys.Value().Hash, false)
+	e := lot.entry(p.l.keys.Hash(), false)
 	if e == nil || e.held == 0 {
 		return false
 	}
@@ -208,7 +208,7 @@ func (lot *parkingLot) unpark(p *parked) bool {
 	defer lot.mu.Unlock()
 	switch p.state {
 	case asleep:
-		lot.remove(p.l.keys.Value().Hash, p)
+		lot.remove(p.l.keys.Hash(), p)
 		p.state = awake
 		return false
 	case awake:
@@ -231,7 +231,7 @@ func (lot *parkingLot) claim(l *lock) *parked {
 	if lot.live.Load() == 0 {
 		return nil
 	}
-	key := l.keys.Value().Hash
+	key := l.keys.Hash()
 	lot.mu.Lock()
 	defer lot.mu.Unlock()
 	e := lot.entry(key, false)

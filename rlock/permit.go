@@ -126,7 +126,7 @@ func (s *Semaphore) ExtendPermit(ctx context.Context, id string, lease time.Dura
 	if err := validLease(lease); err != nil {
 		return l.wrap(err)
 	}
-	n, err := lua.SemaphorePermitExtend.Exec(ctx, l.c.rc, []string{l.keys.Value().Hash}, []string{permitPrefix + id, millis(lease)}).AsInt64()
+	n, err := lua.SemaphorePermitExtend.Exec(ctx, l.c.rc, []string{l.keys.Hash()}, []string{permitPrefix + id, millis(lease)}).AsInt64()
 	switch {
 	case err != nil:
 		return l.wrap(fmt.Errorf("rlock: extend permit: %w", err))
@@ -199,7 +199,7 @@ func (l *lock) waitForPermit(ctx context.Context, id string, wait, lease time.Du
 // replicas acknowledged, is settled: a release of the permit supersedes
 // the lost calls and gives back what one of them took.
 func (l *lock) takePermit(ctx context.Context, id string, lease time.Duration, waiting bool) (grant, error) {
-	t, err := l.c.take(ctx, holdID{key: l.keys.Value().Hash, field: permitPrefix + id})
+	t, err := l.c.take(ctx, holdID{key: l.keys.Hash(), field: permitPrefix + id})
 	if err != nil {
 		return grant{}, fmt.Errorf("rlock: acquire permit: %w", err)
 	}

@@ -257,7 +257,7 @@ func flag(b bool) string {
 // call of the request, by which the script tells them from the calls
 // before. The caller must give the turn back.
 func (r *resource) clientTurn(ctx context.Context) (t *turn, first string, err error) {
-	t, err = r.c.take(ctx, holdID{key: r.keys.Value().Hash, field: r.c.id})
+	t, err = r.c.take(ctx, holdID{key: r.keys.Hash(), field: r.c.id})
 	if err != nil {
 		return nil, "", err
 	}

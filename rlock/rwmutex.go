@@ -60,7 +60,7 @@ var (
 // cheap and safe for concurrent use; as for Mutex, only the empty name is
 // invalid, reported by the handle's first call.
 func (c *Client) RWMutex(name string) *RWMutex {
-	invalid, ks := keys.CheckName(name), keys.NewRW(c.prefix(), name)
+	invalid, ks := keys.CheckName(name), keys.NewRWRef(c.prefix(), name)
 	return &RWMutex{
 		read:  newLock(c, name, readKind, invalid, ks),
 		write: newLock(c, name, writeKind, invalid, ks),

@@ -87,7 +87,7 @@ func (rw *RWMutex) state(ctx context.Context) (rwState, error) {
 		ctx, cancel = l.c.detached(ctx)
 		defer cancel()
 	}
-	reply, err := lua.RWState.Exec(ctx, l.c.rc, []string{l.keys.Value().Hash}, []string{field}).AsIntSlice()
+	reply, err := lua.RWState.Exec(ctx, l.c.rc, []string{l.keys.Hash()}, []string{field}).AsIntSlice()
 	if err != nil {
 		return rwState{}, l.wrap(fmt.Errorf("rlock: read-write state: %w", err))
 	}

@@ -43,7 +43,7 @@ var semaphoreKind = &kind{
 // the Mutex or CountDownLatch of the same name. Only the empty name is
 // invalid; it is reported by the handle's first call.
 func (c *Client) Semaphore(name string) *Semaphore {
-	return &Semaphore{newLock(c, name, semaphoreKind, keys.CheckName(name), keys.NewSemaphore(c.prefix(), name))}
+	return &Semaphore{newLock(c, name, semaphoreKind, keys.CheckName(name), keys.NewSemaphoreRef(c.prefix(), name))}
 }
 
 // engine returns s's lock engine, nilLock for a nil handle (see Mutex.engine).

@@ -24,17 +24,26 @@ type holdID struct {
 // A turn lives in its Client's table while a goroutine uses it, a level is
 // held, or a request's outcome is still unsettled.
 type turn struct {
-	id    holdID
-	sh    *turnShard    // the part of the table it lives in
-	token chan struct{} // holds a token while a goroutine has the turn
+	id holdID
+	sh *turnShard // the part of the table it lives in
 
 	// Guarded by the turn.
 	count     int    // levels Redis granted this owner and it has not left
 	unsettled uint64 // seq of the latest request whose reply never came, or 0
 
 	// Guarded by sh.mu (and written in the turn too).
-	users int   // goroutines that have or wait for the turn
-	hold  *hold // the current hold; nil before the first grant
+	users   int32       // goroutines that have or wait for the turn
+	taken   bool        // a goroutine has the turn
+	hold    *hold       // the current hold; nil before the first grant
+	waiting *turnWaiter // the goroutines that wait for the turn, first first
+}
+
+// turnWaiter is a goroutine waiting for a turn that another has: only
+// goroutines that share an owner and a lock ever wait, so a turn keeps no
+// channel of its own, and a waiter makes one.
+type turnWaiter struct {
+	handed chan struct{} // closed when the turn is handed to the waiter
+	next   *turnWaiter
 }
 
 // turnShards is how many parts a Client's table of turns is cut into, each
@@ -118,26 +127,36 @@ func (tt *turnTable) len() int {
 
 // idleTurns keeps turns dropped from their Client for the next ones: an
 // uncontended Lock+Unlock makes one and drops it, and then allocates none.
-var idleTurns = sync.Pool{New: func() any { return &turn{token: make(chan struct{}, 1)} }}
+var idleTurns = sync.Pool{New: func() any { return new(turn) }}
 
 // take waits for id's turn, or fails when ctx is done first or the Client
 // is closed. The caller must give the turn back.
-func (c *Client) take(ctx context.Context, id holdID) (t *turn, err error) {
+func (c *Client) take(ctx context.Context, id holdID) (*turn, error) {
 	sh := c.turns.shard(id)
 	sh.mu.Lock()
-	t = sh.enter(id)
-	sh.mu.Unlock()
-	if t == nil {
+	if sh.turns == nil {
+		sh.mu.Unlock()
 		return nil, ErrClosed
 	}
-
-	select { // a free turn first, without making ctx's Done channel
-	case t.token <- struct{}{}:
-		return t, nil
-	default:
+	t := sh.turns[id]
+	if t == nil {
+		t = idleTurns.Get().(*turn)
+		t.id, t.sh = id, sh
+		sh.turns[id] = t
 	}
+	t.users++
+	if !t.taken {
+		t.taken = true
+		sh.mu.Unlock()
+		return t, nil
+	}
+	w := &turnWaiter{handed: make(chan struct{})}
+	t.queue(w)
+	sh.mu.Unlock()
+
+	var err error
 	select {
-	case t.token <- struct{}{}:
+	case <-w.handed:
 		return t, nil
 	case <-ctx.Done():
 		err = ctx.Err()
@@ -145,6 +164,11 @@ func (c *Client) take(ctx context.Context, id holdID) (t *turn, err error) {
 		err = ErrClosed
 	}
 	sh.mu.Lock()
+	if !t.unqueue(w) {
+		// Handed the turn as it gave up: it has it, as if handed first.
+		sh.mu.Unlock()
+		return t, nil
+	}
 	t.users--
 	dropped := t.drop()
 	sh.mu.Unlock()
@@ -162,25 +186,6 @@ func (c *Client) tryTake(id holdID) *turn {
 	sh := c.turns.shard(id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	t := sh.enter(id)
-	if t == nil {
-		return nil
-	}
-	select {
-	case t.token <- struct{}{}:
-		return t
-	default:
-	}
-	t.users--
-	if t.drop() {
-		recycle(t)
-	}
-	return nil
-}
-
-// enter returns id's turn, made if needed, counting the caller among its
-// users; nil once the Client is closed. The caller holds sh.mu.
-func (sh *turnShard) enter(id holdID) *turn {
 	if sh.turns == nil {
 		return nil
 	}
@@ -190,28 +195,62 @@ func (sh *turnShard) enter(id holdID) *turn {
 		t.id, t.sh = id, sh
 		sh.turns[id] = t
 	}
+	if t.taken {
+		return nil
+	}
+	t.taken = true
 	t.users++
 	return t
 }
 
-// give ends the caller's turn, dropping t from the Client when nobody uses
-// it and nothing is held or unsettled.
+// give ends the caller's turn: it hands it to the first goroutine waiting
+// for it, if any, and else drops t from the Client when nobody uses it and
+// nothing is held or unsettled.
 func (c *Client) give(t *turn) {
 	sh := t.sh
 	sh.mu.Lock()
 	t.users--
+	if w := t.waiting; w != nil {
+		t.waiting = w.next
+		close(w.handed)
+		sh.mu.Unlock()
+		return
+	}
+	t.taken = false
 	dropped := t.drop()
 	sh.mu.Unlock()
-	<-t.token
 	if dropped {
 		recycle(t)
 	}
 }
 
+// queue puts w last among the goroutines waiting for t. The caller holds
+// t.sh.mu.
+func (t *turn) queue(w *turnWaiter) {
+	at := &t.waiting
+	for *at != nil {
+		at = &(*at).next
+	}
+	*at = w
+}
+
+// unqueue takes w out of the goroutines waiting for t, and reports false
+// when it was not among them any more: give handed it the turn. The
+// caller holds t.sh.mu.
+func (t *turn) unqueue(w *turnWaiter) bool {
+	for at := &t.waiting; *at != nil; at = &(*at).next {
+		if *at == w {
+			*at = w.next
+			return true
+		}
+	}
+	return false
+}
+
 // drop removes t from its table if it is idle, and reports whether it
-// did: nobody can reach t then, and once its token is back the caller
-// recycles it. The caller holds t.sh.mu and, when t.users is 0, the turn or
-// no claim on it: count and unsettled are then stable.
+// did: nobody can reach t then, and the caller recycles it. The caller
+// holds t.sh.mu and, when t.users is 0, the turn or no claim on it: count
+// and unsettled are then stable.
 func (t *turn) drop() bool {
 	if t.users == 0 && t.count == 0 && t.unsettled == 0 && t.sh.turns[t.id] == t {
 		delete(t.sh.turns, t.id)
@@ -220,7 +259,7 @@ func (t *turn) drop() bool {
 	return false
 }
 
-// recycle keeps the dropped turn t, its token free, for a later take.
+// recycle keeps the dropped turn t, free, for a later take.
 func recycle(t *turn) {
 	t.id, t.sh, t.hold = holdID{}, nil, nil
 	idleTurns.Put(t)

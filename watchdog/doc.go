@@ -13,10 +13,10 @@
 //	defer w.Close()
 //
 //	h := &watchdog.Entry{
-//		Key:     "locks:{job}", // the lock's hash
-//		Field:   "owner-1",     // its holder's field in that hash
-//		Renewed: func(sent time.Time) { /* the lease lasts until sent+Lease at least */ },
-//		Lost:    func(*watchdog.Entry) { /* the field is gone: the lock is no longer held */ },
+//		Key:    "locks:{job}", // the lock's hash
+//		Field:  "owner-1",     // its holder's field in that hash
+//		Holder: job,           // its Renewed(sent): the lease lasts until sent+Lease at least;
+//		                       // its Lost(entry): the field is gone, the lock is no longer held
 //	}
 //	if err := w.Add(h); err != nil {
 //		return err
@@ -33,9 +33,9 @@
 // and it runs when Redis is at maxmemory.
 //
 // The renew script replies 1 or 0 for each key. A 1 confirms the entry,
-// and Entry.Renewed learns when the confirming request was sent. A 0 means
-// the lock is gone or held by another owner: the entry leaves the watchdog
-// and Entry.Lost is called. A transport or Redis error is logged and its
+// and its Holder's Renewed learns when the confirming request was sent. A 0
+// means the lock is gone or held by another owner: the entry leaves the
+// watchdog and its Holder's Lost is called. A transport or Redis error is logged and its
 // entries are retried on the next tick. The watchdog never decides by itself that a
 // lock is lost for want of a reply; its user ends the hold at a local
 // deadline computed from the sent times that Renewed reports.

@@ -12,14 +12,10 @@ type Entry struct {
 	Key string
 	// Field is the field in that hash.
 	Field string
-	// Renewed, if not nil, is called after a renewal reply confirmed the
-	// entry, with the time that renewal request was sent: Redis set the new
-	// lease no earlier than that.
-	Renewed func(sent time.Time)
-	// Lost, if not nil, is called at most once, with the entry, when a
-	// renewal reply says the field is gone. The entry has left the
-	// watchdog by then.
-	Lost func(*Entry)
+	// Holder, if not nil, learns what the renewals found. (An interface
+	// rather than two funcs: what holds an Entry is its Holder, and a
+	// method value would cost each entry two allocations.)
+	Holder Holder
 
 	// Bookkeeping of the Watchdog the entry was added to, guarded by its mu.
 	w          *Watchdog
@@ -29,6 +25,18 @@ type Entry struct {
 	slotted    bool
 	due        int64  // wheel tick at which the next renewal is sent
 	prev, next *Entry // neighbours in its wheel bucket
+}
+
+// Holder is told what the renewals of an Entry found. Its methods run on
+// the Watchdog's goroutine, between rounds; they may call Remove.
+type Holder interface {
+	// Renewed is called after a renewal reply confirmed the entry, with
+	// the time that renewal request was sent: Redis set the new lease no
+	// earlier than that.
+	Renewed(sent time.Time)
+	// Lost is called at most once, with the entry, when a renewal reply
+	// says the field is gone. The entry has left the watchdog by then.
+	Lost(*Entry)
 }
 
 // phase is where a hold is in its life.

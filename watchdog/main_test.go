@@ -41,6 +41,24 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// funcs is a watchdog.Holder made of funcs, either of which may be nil.
+type funcs struct {
+	renewed func(sent time.Time)
+	lost    func(*watchdog.Entry)
+}
+
+func (f funcs) Renewed(sent time.Time) {
+	if f.renewed != nil {
+		f.renewed(sent)
+	}
+}
+
+func (f funcs) Lost(h *watchdog.Entry) {
+	if f.lost != nil {
+		f.lost(h)
+	}
+}
+
 // recorder counts the callbacks of the holds it makes.
 type recorder struct {
 	mu      sync.Mutex
@@ -58,16 +76,18 @@ func (r *recorder) holds(t testing.TB, n int) []*watchdog.Entry {
 	out := make([]*watchdog.Entry, n)
 	for i := range out {
 		h := &watchdog.Entry{Key: fmt.Sprintf("watchdog:{%s:%d}", t.Name(), i), Field: "owner:" + strconv.Itoa(i)}
-		h.Renewed = func(sent time.Time) {
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			r.sent[h] = append(r.sent[h], sent)
-			r.renewed++
-		}
-		h.Lost = func(*watchdog.Entry) {
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			r.lost[h]++
+		h.Holder = funcs{
+			renewed: func(sent time.Time) {
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				r.sent[h] = append(r.sent[h], sent)
+				r.renewed++
+			},
+			lost: func(*watchdog.Entry) {
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				r.lost[h]++
+			},
 		}
 		out[i] = h
 	}

@@ -163,10 +163,11 @@ func (w *Watchdog) notify(ctx context.Context, r *round, sent time.Time) {
 		h.pending = noCall
 		w.mu.Unlock()
 		switch {
-		case call == callRenewed && h.Renewed != nil:
-			h.Renewed(sent)
-		case call == callLost && h.Lost != nil:
-			h.Lost(h)
+		case h.Holder == nil:
+		case call == callRenewed:
+			h.Holder.Renewed(sent)
+		case call == callLost:
+			h.Holder.Lost(h)
 		}
 	}
 }

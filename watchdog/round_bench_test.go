@@ -35,13 +35,13 @@ func benchmarkRound(b *testing.B, rc rueidis.Client, servers []rueidis.Client, n
 	if err != nil {
 		b.Fatal(err)
 	}
-	renewed := 0
+	var renewed counter
 	holds := make([]*Entry, n)
 	for i := range holds {
 		holds[i] = &Entry{
-			Key:     "bench:{" + strconv.Itoa(i) + "}",
-			Field:   "owner",
-			Renewed: func(time.Time) { renewed++ },
+			Key:    "bench:{" + strconv.Itoa(i) + "}",
+			Field:  "owner",
+			Holder: &renewed,
 		}
 	}
 	lockAll(b, rc, holds)
@@ -61,7 +61,7 @@ func benchmarkRound(b *testing.B, rc rueidis.Client, servers []rueidis.Client, n
 		rounds++
 	}
 	calls := evalCalls(b, servers) - before
-	if renewed != n*rounds {
+	if int(renewed) != n*rounds {
 		b.Fatalf("%d renewals in %d rounds of %d holds", renewed, rounds, n)
 	}
 	b.ReportMetric(float64(calls)/float64(rounds), "calls/round")
@@ -132,3 +132,9 @@ func evalCalls(b *testing.B, servers []rueidis.Client) int64 {
 	}
 	return total
 }
+
+// counter is a Holder that counts renewals.
+type counter int
+
+func (c *counter) Renewed(time.Time) { *c++ }
+func (c *counter) Lost(*Entry)       {}

@@ -101,13 +101,15 @@ func TestRemoveIsSynchronous(t *testing.T) {
 		holds[i] = &watchdog.Entry{
 			Key:   fmt.Sprintf("watchdog:{%s}:%d", t.Name(), i),
 			Field: "owner",
-			Renewed: func(time.Time) {
-				renewed.Add(1)
-				if removed[i].Load() {
-					late.Add(1)
-				}
+			Holder: funcs{
+				renewed: func(time.Time) {
+					renewed.Add(1)
+					if removed[i].Load() {
+						late.Add(1)
+					}
+				},
+				lost: func(*watchdog.Entry) { late.Add(1) }, // no key is deleted: never lost
 			},
-			Lost: func(*watchdog.Entry) { late.Add(1) }, // no key is deleted: never lost
 		}
 	}
 	lock(t, admin, time.Minute, holds...)
@@ -158,21 +160,21 @@ func TestRemoveFromCallbacks(t *testing.T) {
 		bystanderCalls                atomic.Int64
 	)
 	key := "watchdog:{" + t.Name() + "}:"
-	bystander := &watchdog.Entry{Key: key + "bystander", Field: "f", Renewed: func(time.Time) { bystanderCalls.Add(1) }}
+	bystander := &watchdog.Entry{Key: key + "bystander", Field: "f", Holder: funcs{renewed: func(time.Time) { bystanderCalls.Add(1) }}}
 	var selfRenewed, lost, other *watchdog.Entry
-	selfRenewed = &watchdog.Entry{Key: key + "self", Field: "f", Renewed: func(time.Time) {
+	selfRenewed = &watchdog.Entry{Key: key + "self", Field: "f", Holder: funcs{renewed: func(time.Time) {
 		w.Remove(selfRenewed)
 		close(selfDone)
-	}}
-	lost = &watchdog.Entry{Key: key + "lost", Field: "f", Lost: func(*watchdog.Entry) {
+	}}}
+	lost = &watchdog.Entry{Key: key + "lost", Field: "f", Holder: funcs{lost: func(*watchdog.Entry) {
 		w.Remove(lost)
 		close(lostDone)
-	}}
-	other = &watchdog.Entry{Key: key + "other", Field: "f", Renewed: func(time.Time) {
+	}}}
+	other = &watchdog.Entry{Key: key + "other", Field: "f", Holder: funcs{renewed: func(time.Time) {
 		w.Remove(bystander)
 		w.Remove(other)
 		close(otherDone)
-	}}
+	}}}
 	lock(t, rc, time.Minute, selfRenewed, other, bystander) // lost's key does not exist
 	addAll(t, w, bystander, selfRenewed, lost, other)
 

@@ -75,7 +75,7 @@ func CheckPrefix(prefix string) error {
 // New returns the keys of lock name under prefix; both must pass CheckName
 // and CheckPrefix. The lock's slot is the one of its (encoded) name.
 func New(prefix, name string) Keys {
-	return fromBase(prefix + "{" + escape(name, '}') + "}")
+	return NewRef(prefix, name).Value()
 }
 
 // NewGrouped returns the keys of lock name in group under prefix; name and
@@ -84,21 +84,23 @@ func New(prefix, name string) Keys {
 // several of them on a Cluster; none shares a key with a lock made by New,
 // nor with a lock of another group.
 func NewGrouped(prefix, group, name string) Keys {
-	return fromBase(prefix + "{" + escape(group, '}') + "}/" + escape(name, ':'))
+	return NewGroupedRef(prefix, group, name).Value()
 }
 
-// fromBase returns the keys built on base. Every suffix starts with ':': a
-// base made by New ends at its tag's '}' and a grouped name holds no ':', so
-// no key's suffix can be read as part of another lock's base.
+// fromBase returns the keys built on base, whose fencing counter ends in
+// token (":token", or a semaphore's ":permits"). Every suffix starts with
+// ':': a base made by New ends at its tag's '}' and a grouped name holds no
+// ':', so no key's suffix can be read as part of another lock's base.
 //
-// The four suffixed keys are cut from one string, one allocation for all.
-func fromBase(base string) Keys {
-	all := base + ":unlock" + base + ":token" + base + ":fence" + base + ":queue"
+// The four suffixed keys are cut from one string, one allocation for all;
+// the hash is base itself.
+func fromBase(base, token string) Keys {
+	all := base + ":unlock" + base + token + base + ":fence" + base + ":queue"
 	n := len(base)
 	channel, all := all[:n+7], all[n+7:]
-	token, all := all[:n+6], all[n+6:]
+	tok, all := all[:n+len(token)], all[n+len(token):]
 	fence, queue := all[:n+6], all[n+6:]
-	return Keys{Hash: base, Channel: channel, Token: token, Fence: fence, Queue: queue}
+	return Keys{Hash: base, Channel: channel, Token: tok, Fence: fence, Queue: queue}
 }
 
 // escape percent-encodes '%' and special in s, and nothing else.

@@ -13,13 +13,13 @@ package keys
 // NewRW returns the keys of read-write lock name under prefix, laid out as
 // a lock's (New) on its own base.
 func NewRW(prefix, name string) Keys {
-	return fromBase(New(prefix, name).Hash + ":rw")
+	return NewRWRef(prefix, name).Value()
 }
 
 // NewFair returns the keys of fair lock name under prefix, laid out as a
 // lock's (New) on its own base; Queue holds its waiters in line.
 func NewFair(prefix, name string) Keys {
-	return fromBase(New(prefix, name).Hash + ":fair")
+	return NewFairRef(prefix, name).Value()
 }
 
 // NewSemaphore returns the keys of semaphore name under prefix: Hash holds
@@ -28,9 +28,7 @@ func NewFair(prefix, name string) Keys {
 // keeps its fencing counter, holds the number of permits (persistent: it
 // outlives every holder). Permits have no fencing token; Queue is unused.
 func NewSemaphore(prefix, name string) Keys {
-	k := fromBase(New(prefix, name).Hash + ":semaphore")
-	k.Token = k.Hash + ":permits"
-	return k
+	return NewSemaphoreRef(prefix, name).Value()
 }
 
 // NewLatch returns the keys of count-down latch name under prefix: Hash
@@ -38,5 +36,5 @@ func NewSemaphore(prefix, name string) Keys {
 // waiters the count reached 0, Fence is the give-up fences. Token and Queue
 // are unused.
 func NewLatch(prefix, name string) Keys {
-	return fromBase(New(prefix, name).Hash + ":latch")
+	return NewLatchRef(prefix, name).Value()
 }

@@ -1,0 +1,28 @@
+package rlock
+
+import "github.com/rlock/rlock/internal/alarm"
+
+// Place is where the hold's place in its Client's deadlines is kept (it
+// is an alarm.Item).
+func (h *hold) Place() *int32 {
+	return &h.place
+}
+
+// expire ends the holds whose local deadline passed, handed over by the
+// Client's deadlines: every one's lock contexts are done before any lets
+// go of its watchdog entry, which may wait for a renewal round.
+func expire(holds []*hold) {
+	ended := holds[:0]
+	for _, h := range holds {
+		if h.end(errDeadlinePassed) {
+			h.client().cfg.logger.Warn("rlock: lock lost: lease deadline passed", "key", h.entry.Key)
+			ended = append(ended, h)
+		}
+	}
+	for _, h := range ended {
+		h.letGo(errDeadlinePassed)
+	}
+}
+
+// deadlines is a Client's holds by local deadline, on one timer.
+type deadlines = alarm.Clock[*hold]
