@@ -38,23 +38,28 @@ func (l *lock) waitParked(ctx context.Context, o *owner, wait, lease time.Durati
 // retryParked is retry for waiter p, which sleeps parked. One that
 // arrives behind a hold of this Client parks without asking; one that
 // woke for anything but a hand-over (a message, its timer, a poke) asks.
+// (The ask and the wake-up are helpers, and sleep is called from here: a
+// sleeping waiter's stack stays under the size where Go gives it 8 KB
+// rather than 4.)
 func (l *lock) retryParked(ctx context.Context, p *parked, deadline time.Time, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
 	for behind := true; ; behind = false {
 		check := l.c.cfg.lease // behind a hold: its release or end wakes p
 		if !behind || !l.c.lot.parkBehind(p) {
-			lctx, g, err := l.attempt(ctx, l.holdID(p.o), lease, true)
-			t.attempts++
+			lctx, g, err := l.askParked(ctx, p, lease, t)
 			if err != nil || g.acquired {
 				return lctx, g, err
 			}
 			check = nextCheck(g.pttl, l.c.cfg.lease)
-			l.c.lot.park(p)
 		}
 		// A waiter whose wait ran out (pause <= 0) still leaves the lot,
 		// and takes a lock it was handed meanwhile.
 		pause, ok := capPause(deadline, check)
-		if lctx, g, err := l.sleepParked(ctx, p, pause); err != nil || g.acquired {
-			return lctx, g, err
+		err := sleep(ctx, p.w, pause)
+		if lctx, g, herr := l.wokeParked(ctx, p); g.acquired || herr != nil {
+			return lctx, g, herr
+		}
+		if err != nil {
+			return ctx, grant{}, err
 		}
 		if !ok {
 			return ctx, grant{}, nil
@@ -63,18 +68,23 @@ func (l *lock) retryParked(ctx context.Context, p *parked, deadline time.Time, l
 	}
 }
 
-// sleepParked is sleep for waiter p, parked: a release of this Client may
-// hand it the lock meanwhile, and it then returns what inherit does.
-func (l *lock) sleepParked(ctx context.Context, p *parked, pause time.Duration) (context.Context, grant, error) {
-	err := sleep(ctx, p.w, pause)
+// askParked is waiter p's attempt; refused, p parks.
+func (l *lock) askParked(ctx context.Context, p *parked, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
+	lctx, g, err := l.attempt(ctx, l.holdID(p.o), lease, true)
+	t.attempts++
+	if err == nil && !g.acquired {
+		l.c.lot.park(p)
+	}
+	return lctx, g, err
+}
+
+// wokeParked takes waiter p, awake, out of the lot, and returns what
+// inherit does when a release claimed it meanwhile.
+func (l *lock) wokeParked(ctx context.Context, p *parked) (context.Context, grant, error) {
 	if !l.c.lot.unpark(p) {
-		return ctx, grant{}, err
+		return ctx, grant{}, nil
 	}
-	lctx, g, herr := l.inherit(ctx, p)
-	if g.acquired || herr != nil {
-		return lctx, g, herr
-	}
-	return ctx, grant{}, err
+	return l.inherit(ctx, p)
 }
 
 // inherit is a claimed waiter's side of the hand-over, once awake: it
