@@ -177,6 +177,14 @@
 // that wake-up; the next waiter then asks when the lease it was told of
 // runs out. A Client closed while it waits passes it on.)
 //
+// An Unlock that frees a Mutex some owner of the same Client waits for
+// hands it to that waiter in the release script itself: the waiter holds
+// it under a new fencing token, with the lease it asked for, without an
+// acquire of its own (one round trip per handoff). A Client hands over
+// only while no other Client is recorded as waiting: once one is refused,
+// the next release frees the lock and wakes it. A waiter that arrives
+// while its Client holds the lock that way parks without asking Redis.
+//
 // # RWMutex
 //
 // Client.RWMutex is a reentrant read-write lock, Redisson's RReadWriteLock:
