@@ -76,7 +76,8 @@ local held = redis.pcall('hmget', hash, owner, owner .. '#seq', 'waiters')
 if held.err or not held[1] then
     fence(fences, owner, tonumber(ARGV[5]), ARGV[6])
     if heir and not held.err and redis.call('hget', hash, heir .. '#seq') == ARGV[9] then
-        return {HANDED, tonumber(redis.call('get', KEYS[4]))}
+        local token, err = currentToken(KEYS[4])
+        return token and {HANDED, token} or err
     end
     if ARGV[7] == '1' and unrecordWaiting(KEYS[5], owner) == 0 and not held.err and redis.call('exists', hash) == 0 then
         wakeNext(KEYS[5], KEYS[2], ARGV[4])

@@ -182,7 +182,7 @@ func (lot *parkingLot) tidy(key string, e *lotEntry) {
 func (lot *parkingLot) park(p *parked) {
 	lot.mu.Lock()
 	defer lot.mu.Unlock()
-	lot.sleep(lot.entry(p.l.keys.Hash(), true), p)
+	lot.putAsleep(lot.entry(p.l.keys.Hash(), true), p)
 	p.behind = false
 }
 
@@ -199,13 +199,13 @@ func (lot *parkingLot) parkBehind(p *parked) bool {
 	if e == nil || e.held == 0 {
 		return false
 	}
-	lot.sleep(e, p)
+	lot.putAsleep(e, p)
 	p.behind = true
 	return true
 }
 
-// sleep appends p to e's waiters, asleep. The caller holds mu.
-func (lot *parkingLot) sleep(e *lotEntry, p *parked) {
+// putAsleep appends p to e's waiters, asleep. The caller holds mu.
+func (lot *parkingLot) putAsleep(e *lotEntry, p *parked) {
 	p.state = asleep
 	e.waiters = append(e.waiters, p)
 }

@@ -134,15 +134,10 @@ var idleTurns = sync.Pool{New: func() any { return new(turn) }}
 func (c *Client) take(ctx context.Context, id holdID) (*turn, error) {
 	sh := c.turns.shard(id)
 	sh.mu.Lock()
-	if sh.turns == nil {
+	t := sh.turnOf(id)
+	if t == nil {
 		sh.mu.Unlock()
 		return nil, ErrClosed
-	}
-	t := sh.turns[id]
-	if t == nil {
-		t = idleTurns.Get().(*turn)
-		t.id, t.sh = id, sh
-		sh.turns[id] = t
 	}
 	t.users++
 	if !t.taken {
@@ -186,6 +181,19 @@ func (c *Client) tryTake(id holdID) *turn {
 	sh := c.turns.shard(id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	t := sh.turnOf(id)
+	if t == nil || t.taken {
+		return nil
+	}
+	t.taken = true
+	t.users++
+	return t
+}
+
+// turnOf returns id's turn, made if there is none (take and tryTake count
+// their caller among its users), or nil once the Client is closed. The
+// caller holds sh.mu.
+func (sh *turnShard) turnOf(id holdID) *turn {
 	if sh.turns == nil {
 		return nil
 	}
@@ -195,11 +203,6 @@ func (c *Client) tryTake(id holdID) *turn {
 		t.id, t.sh = id, sh
 		sh.turns[id] = t
 	}
-	if t.taken {
-		return nil
-	}
-	t.taken = true
-	t.users++
 	return t
 }
 
