@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"strconv"
 	"testing"
 	"time"
@@ -33,6 +34,11 @@ var trivial = rueidis.NewLuaScript("return 1")
 //     What it costs Redis is a bound no design with two scripts beats.
 //   - pipelined: EVALSHA of `return 1` from 64 goroutines on one client,
 //     which rueidis pipelines on its connection; reported in calls/s.
+//   - parallel-minimal-scripts: minimal-scripts from 64 goroutines on
+//     one client, each on a lock of its own, as the Parallel scenario
+//     runs them; reported in cycles/s. No library running these two
+//     scripts, or any with rlock's guarantees, goes faster through
+//     rueidis on this machine.
 //   - roundtrip-idle=<d>: roundtrip after d of idleness, as p50 and p99:
 //     what the first round trip costs once client and server have gone
 //     to sleep, as they do between handoffs (relayHold, waiterSettle).
@@ -67,6 +73,11 @@ func benchFloor(b *testing.B, node *redistest.Node) {
 			return trivial.Exec(ctx, rc, nil, nil).Error()
 		})
 		c.report(b.N, "call")
+	})
+	b.Run("parallel-minimal-scripts", func(b *testing.B) {
+		c := startCost(b, rc)
+		benchmarkParallelMinimalScripts(b, rc)
+		c.report(b.N, "cycle")
 	})
 	for _, idle := range []time.Duration{relayHold, waiterSettle} {
 		b.Run("roundtrip-idle="+idle.String(), func(b *testing.B) {
@@ -134,9 +145,28 @@ return {5, 0}`)
 func benchmarkMinimalScripts(b *testing.B, rc rueidis.Client) {
 	ctx := benchContext(b)
 	k := keys.New("bench:", benchName(b))
-	const field, lease = "client:owner", "30000"
 	for b.Loop() {
-		require.NoError(b, minimalAcquire.Exec(ctx, rc, []string{k.Hash, k.Token}, []string{field, "1", lease}).Error())
-		require.NoError(b, minimalRelease.Exec(ctx, rc, []string{k.Hash}, []string{field}).Error())
+		require.NoError(b, minimalCycle(ctx, rc, k))
 	}
+}
+
+// benchmarkParallelMinimalScripts runs minimalCycle from concurrency
+// goroutines, each on keys of its own, and reports cycles/s.
+func benchmarkParallelMinimalScripts(b *testing.B, rc rueidis.Client) {
+	ctx := benchContext(b)
+	ks := make([]keys.Keys, concurrency)
+	for i, name := range lockNames(benchName(b), concurrency) {
+		ks[i] = keys.New("bench:", name)
+	}
+	throughput(b, concurrency, "cycles/s", func(worker int) error { return minimalCycle(ctx, rc, ks[worker]) })
+}
+
+// minimalCycle is one Lock+Unlock of minimalAcquire and minimalRelease
+// on the lock k.
+func minimalCycle(ctx context.Context, rc rueidis.Client, k keys.Keys) error {
+	const field, lease = "client:owner", "30000"
+	if err := minimalAcquire.Exec(ctx, rc, []string{k.Hash, k.Token}, []string{field, "1", lease}).Error(); err != nil {
+		return err
+	}
+	return minimalRelease.Exec(ctx, rc, []string{k.Hash}, []string{field}).Error()
 }

@@ -111,11 +111,13 @@ var rows = slices.Concat([]row{
 	},
 	{
 		title: "Lock+Unlock: client CPU per cycle (µs)", bench: "LockUnlock", unit: "cpu-µs/op",
-		floor: floorOf("Floor/roundtrip", "cpu-µs/op", 2, 1),
+		floor:  floorOf("Floor/roundtrip", "cpu-µs/op", 2, 1),
+		target: atMostBestPeer,
 	},
 	{
 		title: "Lock+Unlock: Redis CPU per cycle (µs)", bench: "LockUnlock", unit: "redis-cpu-µs/op",
-		floor: floorOf("Floor/minimal-scripts", "redis-cpu-µs/op", 1, 1),
+		floor:  floorOf("Floor/minimal-scripts", "redis-cpu-µs/op", 1, 1),
+		target: atMostBestPeer,
 	},
 	{
 		title: "Lock+Unlock: Redis commands per cycle", bench: "LockUnlock", unit: "cmds/op",
@@ -123,16 +125,16 @@ var rows = slices.Concat([]row{
 	},
 	{
 		title: "64 goroutines, own locks (cycles/s)", bench: "Parallel", unit: "cycles/s", higher: true,
-		floor:  floorOf("Floor/pipelined", "calls/s", 0.5, 1),
-		target: func(c cells) (string, bool) { return "≥ 2× best peer", c.bestAtLeast(2) },
+		floor:  floorOf("Floor/parallel-minimal-scripts", "cycles/s", 1, 1),
+		target: func(c cells) (string, bool) { return "≥ 1.2× best peer (issue 25)", c.bestAtLeast(1.2) },
 	},
 	{
 		title: "64 goroutines: client CPU per cycle (µs)", bench: "Parallel", unit: "cpu-µs/cycle",
-		floor: floorOf("Floor/pipelined", "cpu-µs/call", 2, 1),
+		floor: floorOf("Floor/parallel-minimal-scripts", "cpu-µs/cycle", 1, 1),
 	},
 	{
 		title: "64 goroutines: Redis CPU per cycle (µs)", bench: "Parallel", unit: "redis-cpu-µs/cycle",
-		floor: floorOf("Floor/pipelined", "redis-cpu-µs/call", 2, 1),
+		floor: floorOf("Floor/parallel-minimal-scripts", "redis-cpu-µs/cycle", 1, 1),
 	},
 	{
 		title: "Hot lock, 16 goroutines (acquisitions/s)", bench: "HotLock", unit: "acquisitions/s", higher: true,
@@ -177,15 +179,29 @@ var rows = slices.Concat([]row{
 		target: func(c cells) (string, bool) { return "0", c.rlockBelow(0) },
 	},
 }, watchdogRows(10_000, "10 000"), watchdogRows(100_000, "100 000"), []row{
-	{title: "Heap per held lock, 10 000 held (B)", bench: "Memory", unit: "B/held"},
+	{title: "Heap per held lock, 10 000 held (B)", bench: "Memory", unit: "B/held", target: atMostBytes(512)},
 	{title: "Goroutine stack per held lock (B)", bench: "Memory", unit: "stack-B/held"},
 	{title: "Goroutines per held lock", bench: "Memory", unit: "goroutines/held"},
-	{title: "Heap per waiter, 1 000 waiting (B)", bench: "Memory", unit: "B/waiter"},
-	{title: "Goroutine stack per waiter, the caller's included (B)", bench: "Memory", unit: "stack-B/waiter"},
+	{title: "Heap per waiter, 1 000 waiting (B)", bench: "Memory", unit: "B/waiter", target: atMostBytes(512)},
+	{title: "Goroutine stack per waiter, the caller's included (B)", bench: "Memory", unit: "stack-B/waiter", target: atMostBestPeer},
 	{title: "Goroutines per waiter, besides the caller's", bench: "Memory", unit: "goroutines/waiter"},
-	{title: "Allocations per Lock+Unlock", bench: "Memory", unit: "allocs/op"},
+	{
+		title: "Allocations per Lock+Unlock", bench: "Memory", unit: "allocs/op",
+		target: func(c cells) (string, bool) { return "≤ 30 (issue 25)", c.rlockBelow(30) },
+	},
 	{title: "Bytes allocated per Lock+Unlock", bench: "Memory", unit: "B/op"},
 })
+
+// atMostBestPeer is the target of a row where rlock must spend no more
+// than the best peer (issue 25).
+func atMostBestPeer(c cells) (string, bool) { return "≤ best peer (issue 25)", c.bestAtMost(1) }
+
+// atMostBytes is the target of a memory row: at most limit bytes (issue 25).
+func atMostBytes(limit float64) func(c cells) (string, bool) {
+	return func(c cells) (string, bool) {
+		return fmt.Sprintf("≤ %s B (issue 25)", figure(limit, true)), c.rlockBelow(limit)
+	}
+}
 
 // beats reports whether rlock is at least factor times better than every
 // one of peers that was measured.
@@ -258,8 +274,10 @@ func (w row) compute(r results) (cells, bool) {
 
 // notes say what the floors are and how the figures were measured.
 const notes = `Floors: Lock+Unlock, two EVALSHA round trips of ` + "`return 1`" + ` from one goroutine on
-a default rueidis client, and what they cost; 64 goroutines, half the EVALSHA calls/s
-that 64 goroutines get through one rueidis client, and what two calls cost; handoffs,
+a default rueidis client, and what they cost (the Redis CPU row's floor is the least
+pair of scripts with rlock's guarantees, Floor/minimal-scripts); 64 goroutines, that
+least pair of scripts run by 64 goroutines on locks of their own through one rueidis
+client, and what a cycle of it costs; handoffs,
 one round trip after as long an idle as the scenario leaves between handoffs (2 ms
 with 8 waiters, 30 ms with 1), at the same percentile. CPU is user+system time: the
 client's from getrusage, Redis's from INFO cpu. Redis commands include those that
