@@ -164,8 +164,14 @@ func verdict(w row, c cells) string {
 		return ""
 	}
 	text, met := w.target(c)
-	if met {
+	switch {
+	case met:
 		return text + ": met"
+	case w.versusBest > 0 && c.hasFloor && c.hasBest &&
+		(w.higher && c.floor < w.versusBest*c.best || !w.higher && c.floor > w.versusBest*c.best):
+		// The floor does less than any lock can, so no lock on it meets
+		// the target in this run.
+		return text + ": **missed**, out of reach: the floor itself misses it"
 	}
 	return text + ": **missed**"
 }

@@ -20,6 +20,10 @@ type row struct {
 	higher bool    // higher is better
 	floor  func(r results) (float64, bool)
 	target func(c cells) (text string, met bool) // nil: none
+	// versusBest is the factor of the best peer's figure that the target
+	// asks of rlock (1: no worse than it), when it asks one: a floor that
+	// misses it shows the target out of reach.
+	versusBest float64
 }
 
 // cells are the figures of one row, in display units.
@@ -104,7 +108,7 @@ var rows = slices.Concat([]row{
 	},
 	{
 		title: "Lock+Unlock, 1 goroutine: p50 (µs)", bench: "LockUnlock", unit: "p50-µs",
-		floor: roundTrips(2),
+		floor: roundTrips(2), versusBest: 1,
 		target: func(c cells) (string, bool) {
 			return "≤ 2× floor, no peer faster (issue 25)", c.floorAtMost(2) && c.bestAtMost(1)
 		},
@@ -112,12 +116,12 @@ var rows = slices.Concat([]row{
 	{
 		title: "Lock+Unlock: client CPU per cycle (µs)", bench: "LockUnlock", unit: "cpu-µs/op",
 		floor:  floorOf("Floor/roundtrip", "cpu-µs/op", 2, 1),
-		target: atMostBestPeer,
+		target: atMostBestPeer, versusBest: 1,
 	},
 	{
 		title: "Lock+Unlock: Redis CPU per cycle (µs)", bench: "LockUnlock", unit: "redis-cpu-µs/op",
 		floor:  floorOf("Floor/minimal-scripts", "redis-cpu-µs/op", 1, 1),
-		target: atMostBestPeer,
+		target: atMostBestPeer, versusBest: 1,
 	},
 	{
 		title: "Lock+Unlock: Redis commands per cycle", bench: "LockUnlock", unit: "cmds/op",
@@ -125,8 +129,9 @@ var rows = slices.Concat([]row{
 	},
 	{
 		title: "64 goroutines, own locks (cycles/s)", bench: "Parallel", unit: "cycles/s", higher: true,
-		floor:  floorOf("Floor/parallel-minimal-scripts", "cycles/s", 1, 1),
-		target: func(c cells) (string, bool) { return "≥ 1.2× best peer (issue 25)", c.bestAtLeast(1.2) },
+		floor:      floorOf("Floor/parallel-minimal-scripts", "cycles/s", 1, 1),
+		target:     func(c cells) (string, bool) { return "≥ 1.2× best peer (issue 25)", c.bestAtLeast(1.2) },
+		versusBest: 1.2,
 	},
 	{
 		title: "64 goroutines: client CPU per cycle (µs)", bench: "Parallel", unit: "cpu-µs/cycle",
