@@ -81,7 +81,8 @@ type spliced struct {
 }
 
 // splice returns the script called name in fsys with the helpers it
-// includes put in after its shebang.
+// includes put in after its shebang, less the helper functions it does
+// not use (prune.go).
 func splice(fsys fs.FS, name string) (spliced, error) {
 	root, err := readLuaFile(fsys, name)
 	if err != nil {
@@ -94,13 +95,20 @@ func splice(fsys fs.FS, name string) (spliced, error) {
 	if err != nil {
 		return spliced{}, err
 	}
+	unused, err := unusedFuncs(root, helpers)
+	if err != nil {
+		return spliced{}, err
+	}
 	var b strings.Builder
 	out := spliced{spans: []span{{start: 1, file: name, first: 1}}}
 	b.WriteString(root.lines[0] + "\n")
 	line := 2
 	for _, h := range helpers {
 		out.spans = append(out.spans, span{start: line, file: h.name, first: 1})
-		for _, l := range h.lines {
+		for i, l := range h.lines {
+			if unused[h][i] {
+				l = "" // a function the script does not use (prune.go)
+			}
 			b.WriteString(l + "\n")
 		}
 		line += len(h.lines)

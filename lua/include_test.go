@@ -231,7 +231,9 @@ func TestLineMap(t *testing.T) {
 			f, err := readLuaFile(files, file)
 			require.NoError(t, err)
 			require.LessOrEqual(t, at, len(f.lines), "%s: line %d is within %s", s.name, i+1, file)
-			require.Equal(t, f.lines[at-1], l, "%s: line %d is %s:%d", s.name, i+1, file, at)
+			if l != "" { // else a helper function the script does not use (prune.go)
+				require.Equal(t, f.lines[at-1], l, "%s: line %d is %s:%d", s.name, i+1, file, at)
+			}
 		}
 		_, _, ok := s.src.locate(len(lines) + 1)
 		assert.False(t, ok, "%s: no line past the end", s.name)
@@ -251,6 +253,12 @@ var testFiles = fstest.MapFS{
 	"twice.lua":   {Data: []byte("#!lua\n--@include b.lua\n--@include b.lua\nreturn 1\n")},
 	"script.lua":  {Data: []byte("#!lua\n--@include s.lua\nreturn 1\n")},
 	"helper.lua":  {Data: []byte("return 1\n")},
+	"prune.lua":   {Data: []byte("#!lua\n--@include p.lua\n-- not named here: unused, dead\nreturn used()\n")},
+	"p.lua": {Data: []byte("-- p\nlocal function inner()\n    return 1\nend\n" +
+		"local function used()\n    return inner()\nend\nlocal function unused()\n    return dead()\nend\n" +
+		"local function dead() return 2 end\nlocal k = 3\n")},
+	"unended.lua": {Data: []byte("#!lua\n--@include u.lua\nreturn u()\n")},
+	"u.lua":       {Data: []byte("local function u()\n    return 1\n")},
 }
 
 func TestSplice(t *testing.T) {
@@ -275,9 +283,25 @@ func TestSplice(t *testing.T) {
 		"script.lua":  "s.lua is a script",
 		"helper.lua":  "a script opens with a #!lua shebang",
 		"absent.lua":  "absent.lua",
+		"unended.lua": `u.lua:1: function u has no "end" line`,
 	} {
 		_, err := splice(testFiles, name)
 		assert.ErrorContains(t, err, why, name)
 	}
 	assert.Panics(t, func() { load("absent.lua", once) }, "a script that cannot be assembled panics at load")
+}
+
+// TestSplicePrunes: a helper function the script uses, directly or through
+// another, stays; one that nothing used names (a comment does not count)
+// is left out as blank lines, so that every line keeps its number.
+func TestSplicePrunes(t *testing.T) {
+	s, err := splice(testFiles, "prune.lua")
+	require.NoError(t, err)
+	assert.Equal(t, "#!lua\n"+
+		"-- p\nlocal function inner()\n    return 1\nend\n"+
+		"local function used()\n    return inner()\nend\n\n\n\n\nlocal k = 3\n"+
+		"--@include p.lua\n-- not named here: unused, dead\nreturn used()\n", s.text)
+	file, at, ok := s.locate(13)
+	require.True(t, ok)
+	assert.Equal(t, "p.lua:12", file+":"+strconv.Itoa(at), "lines after a pruned function keep their numbers")
 }
