@@ -13,6 +13,7 @@ import (
 
 	"github.com/rlock/rlock/internal/redistest"
 	"github.com/rlock/rlock/rlock"
+	"github.com/rlock/rlock/rlock/hooktest"
 )
 
 // hotLoop has n goroutines of c take and release the Mutex called name
@@ -100,4 +101,58 @@ func TestHandOverYieldsToOtherClient(t *testing.T) {
 	}
 	cancel()
 	wait()
+}
+
+// TestHandOverSharedOwner: sixteen goroutines of one owner wait on a lock
+// that another owner holds, of their Client (whose Unlock hands the lock
+// to one of them) or of another (whose Unlock wakes one of them to take
+// it). Either way the other fifteen then re-enter at once, one level each,
+// rather than sleeping out the 30 s lease their timers were set for.
+func TestHandOverSharedOwner(t *testing.T) {
+	t.Run("SameClient", func(t *testing.T) { testSharedOwnerWaiters(t, true) })
+	t.Run("OtherClient", func(t *testing.T) { testSharedOwnerWaiters(t, false) })
+}
+
+func testSharedOwnerWaiters(t *testing.T, sameClient bool) {
+	rec := &hooktest.Recorder{}
+	c := sharedClient(t, rlock.WithHooks(rec))
+	name := redistest.LockName(t)
+	m := c.Mutex(name)
+	holder := m
+	if !sameClient {
+		holder = sharedClient(t).Mutex(name)
+	}
+	held, err := holder.Lock(t.Context())
+	require.NoError(t, err)
+	// An owner context that holds another lock, not this one.
+	owner, err := c.Mutex(name + ":other").Lock(t.Context())
+	require.NoError(t, err)
+	const goroutines = 16
+	var wg sync.WaitGroup
+	ctxs := make(chan context.Context, goroutines)
+	for range goroutines {
+		wg.Go(func() {
+			lctx, err := m.Lock(owner)
+			if assert.NoError(t, err) {
+				ctxs <- lctx
+			}
+		})
+	}
+	waitWaits(t, rec, goroutines)
+
+	start := time.Now()
+	require.NoError(t, holder.Unlock(held))
+	waitGroup(t, &wg, 5*time.Second, "every goroutine of the owner takes the lock")
+	t.Logf("all %d levels taken %v after the Unlock", goroutines, time.Since(start))
+	close(ctxs)
+	n, err := m.HoldCount(owner)
+	require.NoError(t, err)
+	assert.Equal(t, goroutines, n, "one level per goroutine")
+	for lctx := range ctxs {
+		require.NoError(t, m.Unlock(lctx))
+	}
+	locked, err := m.IsLocked(t.Context())
+	require.NoError(t, err)
+	assert.False(t, locked, "the last level's Unlock freed the lock")
+	require.NoError(t, c.Mutex(name+":other").Unlock(owner))
 }

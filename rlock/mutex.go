@@ -50,7 +50,11 @@ func (m *Mutex) acquire(ctx context.Context, wait, lease time.Duration) (context
 	if a.waits(l, wait) {
 		a.lctx, a.g, a.err = l.waitParked(a.octx, a.o, wait, lease, &a.trace)
 	}
-	return l.end(&a)
+	lctx, ok, err := l.end(&a)
+	if ok {
+		l.c.lot.wakeOwner(l.keys.Hash(), a.o)
+	}
+	return lctx, ok, err
 }
 
 // Name returns the lock's name.

@@ -227,6 +227,26 @@ func (lot *parkingLot) unpark(p *parked) bool {
 	return true
 }
 
+// wakeOwner pokes the waiters of owner o parked on the lock at key, which
+// o has just taken: they re-enter at once, rather than sleep until a
+// release or their timer, since no release wakes them while o holds it.
+func (lot *parkingLot) wakeOwner(key string, o *owner) {
+	if lot.live.Load() == 0 {
+		return
+	}
+	lot.mu.Lock()
+	defer lot.mu.Unlock()
+	e := lot.entries[key]
+	if e == nil {
+		return
+	}
+	for _, p := range e.waiters {
+		if p.o == o {
+			p.w.Poke()
+		}
+	}
+}
+
 // remove takes p out of key's waiters. The caller holds mu.
 func (lot *parkingLot) remove(key string, p *parked) {
 	e := lot.entries[key]
