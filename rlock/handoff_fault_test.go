@@ -127,67 +127,66 @@ func faultClients(t *testing.T, node *redistest.Node, n int) []*rlock.Client {
 	return cs
 }
 
-// TestHandOverRedisPaused: Redis stops (SIGSTOP) for a third of a lease
-// while two Clients' goroutines pass a lock around, handing it over within
-// each Client. Nothing is lost: no hold begins beside another whose lock
-// context is live, tokens rise with every hold, and every Client holds
-// the lock again after Redis resumes; at the end the lock is free.
-func TestHandOverRedisPaused(t *testing.T) {
+// relayThrough runs a faultRelay of two Clients, four goroutines each,
+// on a Redis of its own; fault does something to that Redis 300 ms in,
+// and the relay runs on for after. Whatever the fault, every Client holds
+// the lock again after it, and the last Unlock frees the lock.
+func relayThrough(t *testing.T, fault func(ctx context.Context, node *redistest.Node) error, after time.Duration) *faultRelay {
 	node := redistest.New(t, redistest.Config{})
 	if !node.Controllable() {
-		t.Skip("REDIS_ADDR is set: the test pauses the Redis it runs")
+		t.Skip("REDIS_ADDR is set: the test stops the Redis it runs")
 	}
 	name := redistest.LockName(t)
 	clients := faultClients(t, node, 2)
 	stop, cancel := context.WithCancel(t.Context())
-	var r faultRelay
+	r := &faultRelay{}
 	wait := r.run(t, clients, name, 4, time.Millisecond, stop)
-
 	time.Sleep(300 * time.Millisecond)
-	require.NoError(t, node.Pause(t.Context()))
-	time.Sleep(faultLease / 3)
-	require.NoError(t, node.Resume(t.Context()))
+	require.NoError(t, fault(t.Context(), node))
 	r.mark()
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(after)
 	cancel()
 	wait()
 
-	assert.Empty(t, r.overlaps, "holds beside a live hold")
-	assert.Empty(t, r.falls, "tokens lower than the hold's before")
 	for i := range r.late {
-		t.Logf("Client %d: %d holds after Redis resumed", i, r.late[i].Load())
-		assert.Positive(t, r.late[i].Load(), "Client %d held the lock after Redis resumed", i)
+		t.Logf("Client %d: %d holds after the fault", i, r.late[i].Load())
+		assert.Positive(t, r.late[i].Load(), "Client %d held the lock after the fault", i)
 	}
 	locked, err := clients[0].Mutex(name).IsLocked(t.Context())
 	require.NoError(t, err)
 	assert.False(t, locked, "the last Unlock freed the lock")
+	return r
+}
+
+// TestHandOverRedisPaused: Redis stops (SIGSTOP) for a third of a lease
+// while two Clients' goroutines pass a lock around, handing it over within
+// each Client. Nothing is lost: no hold begins beside another whose lock
+// context is live, and tokens rise with every hold.
+func TestHandOverRedisPaused(t *testing.T) {
+	r := relayThrough(t, func(ctx context.Context, node *redistest.Node) error {
+		if err := node.Pause(ctx); err != nil {
+			return err
+		}
+		time.Sleep(faultLease / 3)
+		return node.Resume(ctx)
+	}, 1500*time.Millisecond)
+	assert.Empty(t, r.overlaps, "holds beside a live hold")
+	assert.Empty(t, r.falls, "tokens lower than the hold's before")
 }
 
 // TestHandOverRedisKilled: Redis is killed and restarted empty while two
 // Clients' goroutines pass a lock around, handing it over within each
 // Client. Redis forgot every hold, so a new hold may begin beside one
 // whose holder has not yet been told; each such holder is told (its lock
-// context done with ErrLockLost) within a lease. Every Client holds the
-// lock again after the restart, and at the end the lock is free.
+// context done with ErrLockLost) within a lease. Tokens still rise: the
+// counter restarts from the clock.
 func TestHandOverRedisKilled(t *testing.T) {
-	node := redistest.New(t, redistest.Config{})
-	if !node.Controllable() {
-		t.Skip("REDIS_ADDR is set: the test kills the Redis it runs")
-	}
-	name := redistest.LockName(t)
-	clients := faultClients(t, node, 2)
-	stop, cancel := context.WithCancel(t.Context())
-	var r faultRelay
-	wait := r.run(t, clients, name, 4, time.Millisecond, stop)
-
-	time.Sleep(300 * time.Millisecond)
-	require.NoError(t, node.Kill(t.Context()))
-	require.NoError(t, node.Restart(t.Context()))
-	r.mark()
-	time.Sleep(3 * faultLease)
-	cancel()
-	wait()
-
+	r := relayThrough(t, func(ctx context.Context, node *redistest.Node) error {
+		if err := node.Kill(ctx); err != nil {
+			return err
+		}
+		return node.Restart(ctx)
+	}, 3*faultLease)
 	for _, o := range r.overlaps {
 		done := o.earlier.done.Load()
 		require.NotZero(t, done, "every hold ended by the end of the run")
@@ -196,12 +195,5 @@ func TestHandOverRedisKilled(t *testing.T) {
 		assert.ErrorIs(t, context.Cause(o.earlier.ctx), rlock.ErrLockLost, "a holder Redis forgot is told it lost the lock")
 	}
 	t.Logf("holds begun beside a holder not yet told: %d", len(r.overlaps))
-	assert.Empty(t, r.falls, "tokens lower than the hold's before: the counter restarts from the clock")
-	for i := range r.late {
-		t.Logf("Client %d: %d holds after the restart", i, r.late[i].Load())
-		assert.Positive(t, r.late[i].Load(), "Client %d held the lock after the restart", i)
-	}
-	locked, err := clients[0].Mutex(name).IsLocked(t.Context())
-	require.NoError(t, err)
-	assert.False(t, locked, "the last Unlock freed the lock")
+	assert.Empty(t, r.falls, "tokens lower than the hold's before")
 }
