@@ -122,7 +122,8 @@ func write(w io.Writer, r results) {
 	fmt.Fprint(w, notes)
 	var extra []string
 	if v, ok := r.get("Floor/roundtrip", "ns/op"); ok {
-		extra = append(extra, fmt.Sprintf("EVALSHA round trip %s µs on rueidis", figure(v/1e3, true)))
+		cpu, _ := r.get("Floor/roundtrip", "cpu-µs/op")
+		extra = append(extra, fmt.Sprintf("EVALSHA round trip %s µs on rueidis (client CPU %s µs)", figure(v/1e3, true), figure(cpu, true)))
 	}
 	for _, idle := range []string{"2ms", "30ms"} {
 		if v, ok := r.get("Floor/roundtrip-idle="+idle, "p50-µs"); ok {
@@ -130,7 +131,8 @@ func write(w io.Writer, r results) {
 		}
 	}
 	if v, ok := r.get("Floor/roundtrip-goredis", "ns/op"); ok {
-		extra = append(extra, fmt.Sprintf("%s µs on go-redis", figure(v/1e3, true)))
+		cpu, _ := r.get("Floor/roundtrip-goredis", "cpu-µs/op")
+		extra = append(extra, fmt.Sprintf("%s µs on go-redis (client CPU %s µs)", figure(v/1e3, true), figure(cpu, true)))
 	}
 	if v, ok := r.get("Floor/scripts", "ns/op"); ok {
 		extra = append(extra, fmt.Sprintf("rlock's acquire and release scripts sent raw %s µs", figure(v/1e3, true)))
