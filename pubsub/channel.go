@@ -53,8 +53,9 @@ type channel struct {
 	name string
 	done chan struct{} // closed when run returns
 
-	waiters []*Waiter // the queue, longest-waiting first
-	current *attempt  // the subscription attempt under way; nil between attempts and once stopped
+	waiters []*Waiter          // the queue, longest-waiting first
+	notes   map[*Waiter]string // the notes addressed to waiters (deliver) not yet taken
+	current *attempt           // the subscription attempt under way; nil between attempts and once stopped
 }
 
 // attempt is one Receive call: one subscription of the channel, which
@@ -76,7 +77,7 @@ func (c *channel) join(tag string) *Waiter {
 	if c.current != nil && c.current.confirmed {
 		w.subscribed = true // ready at once: no channel to wait on
 	} else {
-		w.ready = make(chan struct{})
+		w.ready = make(chan error, 1)
 	}
 	c.waiters = append(c.waiters, w)
 	return w
@@ -91,6 +92,7 @@ func (c *channel) leave(w *Waiter, handOn bool) bool {
 		c.waiters = slices.Delete(c.waiters, i, i+1)
 	}
 	w.left = true
+	delete(c.notes, w)
 	if handOn {
 		c.wakeOne()
 	}
@@ -147,10 +149,30 @@ func (c *channel) deliver(msg string) {
 	}
 	for _, w := range c.waiters {
 		if w.subscribed && w.tag == tag {
-			w.note = note
+			c.keepNote(w, note)
 			w.nudge()
 		}
 	}
+}
+
+// keepNote keeps note for w, in place of any it has not taken (an empty
+// note is none). The caller holds s.mu.
+func (c *channel) keepNote(w *Waiter, note string) {
+	if note == "" {
+		delete(c.notes, w)
+		return
+	}
+	if c.notes == nil {
+		c.notes = make(map[*Waiter]string)
+	}
+	c.notes[w] = note
+}
+
+// takeNote takes w's note, if it has one. The caller holds s.mu.
+func (c *channel) takeNote(w *Waiter) (string, bool) {
+	note := c.notes[w]
+	delete(c.notes, w)
+	return note, note != ""
 }
 
 // deadline brings the wake-up of the ready waiters named tag forward to ms
@@ -174,7 +196,7 @@ func (c *channel) dismiss() {
 	for _, w := range c.waiters {
 		w.dismiss()
 	}
-	c.waiters = nil
+	c.waiters, c.notes = nil, nil
 }
 
 // run owns the channel's subscription. While the channel has waiters it

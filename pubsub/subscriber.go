@@ -114,10 +114,9 @@ func (s *Subscriber) SubscribeAs(ctx context.Context, channel, tag string) (*Wai
 	}
 
 	select {
-	case <-ready:
-		// w.err was written before ready was closed.
-		if w.err != nil {
-			return nil, w.err
+	case err := <-ready: // nil once closed, unless fail sent why first
+		if err != nil {
+			return nil, err
 		}
 		return w, nil
 	case <-ctx.Done():

@@ -9,14 +9,16 @@ import (
 // Waiter is one local waiter in a channel's queue, from Subscribe until
 // Done. Its methods are safe for concurrent use, but for WakeAfter.
 type Waiter struct {
-	c     *channel
-	wake  chan struct{} // capacity 1: a pending wake-up; closed by Subscriber.Close
-	ready chan struct{} // closed when Subscribe may return; nil for a waiter ready at once
-	err   error         // why Subscribe fails; written before ready is closed
-	tag   string        // the name addressed messages use; "" for none
+	c    *channel
+	wake chan struct{} // capacity 1: a pending wake-up; closed by Subscriber.Close
+	// ready is closed when Subscribe may return, after it was sent why
+	// Subscribe fails if it does (capacity 1, so that the error needs no
+	// field of its own); nil for a waiter ready at once.
+	ready chan error
+	tag   string // the name addressed messages use; "" for none
 
-	// Guarded by c.s.mu.
-	note  string        // the latest addressed message's note not yet taken
+	// Guarded by c.s.mu. (The note of an addressed message not yet taken
+	// is kept by the channel: few waiters ever have one.)
 	due   time.Duration // when s.wakeups wakes the waiter (alarm.Now); 0 when not armed
 	by    time.Duration // the earliest Deadline not yet passed (alarm.Now), or 0: caps the next WakeAfter
 	place int32         // its place in s.wakeups (see Place)
@@ -32,13 +34,12 @@ func newWaiter(c *channel, tag string) *Waiter {
 
 // Note takes the note of the latest message addressed to the waiter (see
 // Addressed) that it has not taken yet, and reports whether there was one.
+// A waiter that left (Done) has none.
 func (w *Waiter) Note() (string, bool) {
 	s := w.c.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	note := w.note
-	w.note = ""
-	return note, note != ""
+	return w.c.takeNote(w)
 }
 
 // Wake receives when the waiter should check the lock again: a message on
@@ -181,7 +182,7 @@ func (w *Waiter) nudge() bool {
 // Subscribe returns err. The caller holds s.mu and removes w from the queue.
 func (w *Waiter) fail(err error) {
 	w.left = true
-	w.err = err
+	w.ready <- err
 	close(w.ready)
 }
 

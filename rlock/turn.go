@@ -25,17 +25,17 @@ type holdID struct {
 // held, or a request's outcome is still unsettled.
 type turn struct {
 	id holdID
-	sh *turnShard // the part of the table it lives in
 
 	// Guarded by the turn.
 	count     int    // levels Redis granted this owner and it has not left
 	unsettled uint64 // seq of the latest request whose reply never came, or 0
 
-	// Guarded by sh.mu (and written in the turn too).
+	// Guarded by its shard's mu (and written in the turn too).
 	users   int32       // goroutines that have or wait for the turn
 	taken   bool        // a goroutine has the turn
 	hold    *hold       // the current hold; nil before the first grant
 	waiting *turnWaiter // the goroutines that wait for the turn, first first
+	next    *turn       // the next turn in its shard whose id hashes the same
 }
 
 // turnWaiter is a goroutine waiting for a turn that another has: only
@@ -60,9 +60,13 @@ type turnTable struct {
 }
 
 // turnShard is one part of a turnTable, padded to its own cache line.
+// Its map is keyed by the hash of a turn's id, and chains the turns whose
+// ids hash the same (next): a slot of a hash and a pointer takes less
+// than half the space of one keyed by the id's two strings, and a lock
+// held keeps its turn's slot.
 type turnShard struct {
 	mu    sync.Mutex
-	turns map[holdID]*turn // nil once the Client is closed
+	turns map[uint64]*turn // nil once the Client is closed
 	_     [48]byte
 }
 
@@ -71,13 +75,26 @@ var turnSeed = maphash.MakeSeed()
 // init makes the table's maps.
 func (tt *turnTable) init() {
 	for i := range tt.shards {
-		tt.shards[i].turns = make(map[holdID]*turn)
+		tt.shards[i].turns = make(map[uint64]*turn)
 	}
 }
 
-// shard returns the part of the table where the turn of id lives.
-func (tt *turnTable) shard(id holdID) *turnShard {
-	return &tt.shards[maphash.Comparable(turnSeed, id)%turnShards]
+// shard returns the part of the table where the turn of id lives, and
+// id's hash, its key there.
+func (tt *turnTable) shard(id holdID) (*turnShard, uint64) {
+	h := maphash.Comparable(turnSeed, id)
+	return &tt.shards[h%turnShards], h
+}
+
+// all returns the turns of sh. The caller holds sh.mu.
+func (sh *turnShard) all() []*turn {
+	var out []*turn
+	for _, t := range sh.turns {
+		for ; t != nil; t = t.next {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // close closes the table to new turns and returns the holds of its turns.
@@ -86,7 +103,7 @@ func (tt *turnTable) close() []*hold {
 	for i := range tt.shards {
 		sh := &tt.shards[i]
 		sh.mu.Lock()
-		for _, t := range sh.turns {
+		for _, t := range sh.all() {
 			if t.hold != nil {
 				holds = append(holds, t.hold)
 			}
@@ -103,8 +120,8 @@ func (tt *turnTable) holdsOn(key string) []*hold {
 	for i := range tt.shards {
 		sh := &tt.shards[i]
 		sh.mu.Lock()
-		for id, t := range sh.turns {
-			if id.key == key && t.hold != nil {
+		for _, t := range sh.all() {
+			if t.id.key == key && t.hold != nil {
 				out = append(out, t.hold)
 			}
 		}
@@ -119,7 +136,7 @@ func (tt *turnTable) len() int {
 	for i := range tt.shards {
 		sh := &tt.shards[i]
 		sh.mu.Lock()
-		n += len(sh.turns)
+		n += len(sh.all())
 		sh.mu.Unlock()
 	}
 	return n
@@ -132,9 +149,9 @@ var idleTurns = sync.Pool{New: func() any { return new(turn) }}
 // take waits for id's turn, or fails when ctx is done first or the Client
 // is closed. The caller must give the turn back.
 func (c *Client) take(ctx context.Context, id holdID) (*turn, error) {
-	sh := c.turns.shard(id)
+	sh, hash := c.turns.shard(id)
 	sh.mu.Lock()
-	t := sh.turnOf(id)
+	t := sh.turnOf(id, hash)
 	if t == nil {
 		sh.mu.Unlock()
 		return nil, ErrClosed
@@ -165,7 +182,7 @@ func (c *Client) take(ctx context.Context, id holdID) (*turn, error) {
 		return t, nil
 	}
 	t.users--
-	dropped := t.drop()
+	dropped := sh.drop(t, hash)
 	sh.mu.Unlock()
 	if dropped {
 		recycle(t)
@@ -178,10 +195,10 @@ func (c *Client) take(ctx context.Context, id holdID) (*turn, error) {
 // that hands its lock to a waiter, handoff.go). The caller must give the
 // turn back.
 func (c *Client) tryTake(id holdID) *turn {
-	sh := c.turns.shard(id)
+	sh, hash := c.turns.shard(id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	t := sh.turnOf(id)
+	t := sh.turnOf(id, hash)
 	if t == nil || t.taken {
 		return nil
 	}
@@ -191,18 +208,21 @@ func (c *Client) tryTake(id holdID) *turn {
 }
 
 // turnOf returns id's turn, made if there is none (take and tryTake count
-// their caller among its users), or nil once the Client is closed. The
-// caller holds sh.mu.
-func (sh *turnShard) turnOf(id holdID) *turn {
+// their caller among its users), or nil once the Client is closed; hash
+// is id's. The caller holds sh.mu.
+func (sh *turnShard) turnOf(id holdID, hash uint64) *turn {
 	if sh.turns == nil {
 		return nil
 	}
-	t := sh.turns[id]
-	if t == nil {
-		t = idleTurns.Get().(*turn)
-		t.id, t.sh = id, sh
-		sh.turns[id] = t
+	first := sh.turns[hash]
+	for t := first; t != nil; t = t.next {
+		if t.id == id {
+			return t
+		}
 	}
+	t := idleTurns.Get().(*turn)
+	t.id, t.next = id, first
+	sh.turns[hash] = t
 	return t
 }
 
@@ -210,7 +230,7 @@ func (sh *turnShard) turnOf(id holdID) *turn {
 // for it, if any, and else drops t from the Client when nobody uses it and
 // nothing is held or unsettled.
 func (c *Client) give(t *turn) {
-	sh := t.sh
+	sh, hash := c.turns.shard(t.id)
 	sh.mu.Lock()
 	t.users--
 	if w := t.waiting; w != nil {
@@ -220,7 +240,7 @@ func (c *Client) give(t *turn) {
 		return
 	}
 	t.taken = false
-	dropped := t.drop()
+	dropped := sh.drop(t, hash)
 	sh.mu.Unlock()
 	if dropped {
 		recycle(t)
@@ -228,7 +248,7 @@ func (c *Client) give(t *turn) {
 }
 
 // queue puts w last among the goroutines waiting for t. The caller holds
-// t.sh.mu.
+// its shard's mu.
 func (t *turn) queue(w *turnWaiter) {
 	at := &t.waiting
 	for *at != nil {
@@ -239,7 +259,7 @@ func (t *turn) queue(w *turnWaiter) {
 
 // unqueue takes w out of the goroutines waiting for t, and reports false
 // when it was not among them any more: give handed it the turn. The
-// caller holds t.sh.mu.
+// caller holds its shard's mu.
 func (t *turn) unqueue(w *turnWaiter) bool {
 	for at := &t.waiting; *at != nil; at = &(*at).next {
 		if *at == w {
@@ -250,21 +270,35 @@ func (t *turn) unqueue(w *turnWaiter) bool {
 	return false
 }
 
-// drop removes t from its table if it is idle, and reports whether it
-// did: nobody can reach t then, and the caller recycles it. The caller
-// holds t.sh.mu and, when t.users is 0, the turn or no claim on it: count
-// and unsettled are then stable.
-func (t *turn) drop() bool {
-	if t.users == 0 && t.count == 0 && t.unsettled == 0 && t.sh.turns[t.id] == t {
-		delete(t.sh.turns, t.id)
+// drop removes t, whose id hashes to hash, from sh if it is idle, and
+// reports whether it did: nobody can reach t then, and the caller
+// recycles it. The caller holds sh.mu and, when t.users is 0, the turn or
+// no claim on it: count and unsettled are then stable.
+func (sh *turnShard) drop(t *turn, hash uint64) bool {
+	if t.users != 0 || t.count != 0 || t.unsettled != 0 || sh.turns == nil {
+		return false
+	}
+	at := sh.turns[hash]
+	if at == t {
+		if t.next == nil {
+			delete(sh.turns, hash)
+		} else {
+			sh.turns[hash] = t.next
+		}
 		return true
+	}
+	for ; at != nil; at = at.next {
+		if at.next == t {
+			at.next = t.next
+			return true
+		}
 	}
 	return false
 }
 
 // recycle keeps the dropped turn t, free, for a later take.
 func recycle(t *turn) {
-	t.id, t.sh, t.hold = holdID{}, nil, nil
+	t.id, t.hold, t.next = holdID{}, nil, nil
 	idleTurns.Put(t)
 }
 
@@ -272,10 +306,11 @@ func recycle(t *turn) {
 // granted after Close collected the Client's holds is ended as they were:
 // nothing would end it otherwise until its lease ran out.
 func (c *Client) setHold(t *turn, h *hold) {
-	t.sh.mu.Lock()
+	sh, _ := c.turns.shard(t.id)
+	sh.mu.Lock()
 	t.hold = h
-	closed := t.sh.turns == nil
-	t.sh.mu.Unlock()
+	closed := sh.turns == nil
+	sh.mu.Unlock()
 	if closed {
 		h.finish(errHoldClosed)
 	}
