@@ -22,9 +22,16 @@ type hold struct {
 	token int64
 	since time.Duration // when the hold began (alarm.Now)
 
-	life lifetime // ends when the hold ends; its cause says why
+	// parent is the context that the first lock context of the hold was
+	// bound onto: the hold itself carries it there (holdNode), so that the
+	// lock context that most holds ever have costs no carrier of its own.
+	// Written once, by the bind that has the hold's turn.
+	parent context.Context
 
-	mu       sync.Mutex
+	// life ends when the hold ends; its cause says why. Its mu guards the
+	// fields below too (one mutex for the hold).
+	life lifetime
+
 	counted  bool // counted in its Client's lot while it lives (park.go)
 	ended    bool
 	watched  bool           // the watchdog renews this hold (entry is added)
@@ -53,16 +60,26 @@ func (h *hold) client() *Client {
 	return h.l.c
 }
 
-// holdCtx is a lock context's carrier of its hold: the context a lock
-// context is cancelled from (see bind), answering boundKey with itself so
-// that carried holds are found without a key to allocate per lookup.
+// A lock context is a context cancelled from a carrier of its hold (see
+// bind), which answers boundKey with itself, so that carried holds are
+// found without a key to allocate per lookup: the hold itself, as a
+// holdNode, for the first lock context bound to it; a holdCtx for any
+// later one.
+
+// boundKey is the context key under which the nearest carrier answers.
+type boundKey struct{}
+
+// carrier is what answers boundKey: it carries a hold, bound onto a
+// parent context.
+type carrier interface {
+	carried() (h *hold, parent context.Context)
+}
+
+// holdCtx carries h, bound onto its Context.
 type holdCtx struct {
 	context.Context
 	h *hold
 }
-
-// boundKey is the context key under which the nearest holdCtx answers.
-type boundKey struct{}
 
 func (c *holdCtx) Value(key any) any {
 	if key == (boundKey{}) {
@@ -71,32 +88,57 @@ func (c *holdCtx) Value(key any) any {
 	return c.Context.Value(key)
 }
 
-// nearestBound returns the holdCtx nearest to ctx, or nil when ctx carries
-// no hold; up goes on to the next one out.
-func nearestBound(ctx context.Context) *holdCtx {
-	hc, _ := ctx.Value(boundKey{}).(*holdCtx)
-	return hc
+func (c *holdCtx) carried() (*hold, context.Context) {
+	return c.h, c.Context
 }
 
-// up returns the next holdCtx out from c, or nil.
-func (c *holdCtx) up() *holdCtx {
-	return nearestBound(c.Context)
+// holdNode is a hold as the carrier of its first lock context: parent's
+// cancellation and values, and the hold under boundKey.
+type holdNode hold
+
+func (n *holdNode) Deadline() (time.Time, bool) { return n.parent.Deadline() }
+func (n *holdNode) Done() <-chan struct{}       { return n.parent.Done() }
+func (n *holdNode) Err() error                  { return n.parent.Err() }
+
+func (n *holdNode) Value(key any) any {
+	if key == (boundKey{}) {
+		return n
+	}
+	return n.parent.Value(key)
+}
+
+func (n *holdNode) carried() (*hold, context.Context) {
+	return (*hold)(n), n.parent
+}
+
+// nearestBound returns the hold nearest to ctx that ctx carries, and the
+// context its carrier was bound onto, from which to go on outwards; a nil
+// hold when ctx carries none.
+func nearestBound(ctx context.Context) (*hold, context.Context) {
+	if c, ok := ctx.Value(boundKey{}).(carrier); ok {
+		return c.carried()
+	}
+	return nil, nil
 }
 
 // carriedHold returns the hold of id in Client c that ctx carries, ended or
 // not, or nil: the nearest of the holds bound into ctx that is it.
 func carriedHold(ctx context.Context, c *Client, id holdID) *hold {
-	for hc := nearestBound(ctx); hc != nil; hc = hc.up() {
-		if hc.h.client() == c && hc.h.id() == id {
-			return hc.h
+	for h, up := nearestBound(ctx); h != nil; h, up = nearestBound(up) {
+		if h.client() == c && h.id() == id {
+			return h
 		}
 	}
 	return nil
 }
 
 // bind returns a context derived from parent that carries h and is done when
-// h ends (with h's cause), or when parent is done.
+// h ends (with h's cause), or when parent is done. The caller has h's turn.
 func (h *hold) bind(parent context.Context) context.Context {
+	if h.parent == nil {
+		h.parent = parent
+		return h.life.bind((*holdNode)(h))
+	}
 	return h.life.bind(&holdCtx{Context: parent, h: h})
 }
 
@@ -115,10 +157,10 @@ func (h *hold) active() bool {
 // hold to the watchdog. It fails when h has ended or the watchdog refuses
 // it.
 func (h *hold) record(sent time.Time, lease time.Duration, watch bool) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.life.mu.Lock()
+	defer h.life.mu.Unlock()
 	if h.ended {
-		return h.life.Cause()
+		return h.life.cause
 	}
 	if watch && !h.watched {
 		if err := h.client().dog.Add(&h.entry); err != nil {
@@ -137,7 +179,7 @@ func (h *hold) record(sent time.Time, lease time.Duration, watch bool) error {
 // later: Redis set that lease no earlier than sent, and no script ever
 // shortens a lock's expiry, so no other owner can take the lock before the
 // latest such deadline. The Client's deadlines end the hold when it
-// passes (at once for one already passed). h.mu is held.
+// passes (at once for one already passed). h.life.mu is held.
 func (h *hold) armLocked(sent time.Time, lease time.Duration) {
 	deadline := addSat(alarm.At(sent), lease-drift(lease)) // saturates for a lease of centuries
 	if deadline <= h.deadline {
@@ -150,8 +192,8 @@ func (h *hold) armLocked(sent time.Time, lease time.Duration) {
 // Renewed records a renewal sent at sent that confirmed the hold (it is
 // its entry's watchdog.Holder).
 func (h *hold) Renewed(sent time.Time) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.life.mu.Lock()
+	defer h.life.mu.Unlock()
 	if !h.ended {
 		h.armLocked(sent, h.client().cfg.lease)
 	}
@@ -180,14 +222,14 @@ func (h *hold) finish(cause error) {
 // end is finish's first half: it ends h's lifetime with cause, once, and
 // reports whether this call did.
 func (h *hold) end(cause error) bool {
-	h.mu.Lock()
+	h.life.mu.Lock()
 	if h.ended {
-		h.mu.Unlock()
+		h.life.mu.Unlock()
 		return false
 	}
 	h.ended = true
 	h.client().deadlines.Remove(h)
-	h.mu.Unlock()
+	h.life.mu.Unlock()
 	h.life.end(cause)
 	if h.counted {
 		h.client().lot.unheld(h.entry.Key)
@@ -198,9 +240,9 @@ func (h *hold) end(cause error) bool {
 // letGo is finish's second half, after end: no renewal is sent for h any
 // more, and the hooks learn that it ended with cause.
 func (h *hold) letGo(cause error) {
-	h.mu.Lock()
+	h.life.mu.Lock()
 	watched := h.watched // fixed once ended
-	h.mu.Unlock()
+	h.life.mu.Unlock()
 	if watched {
 		h.client().dog.Remove(&h.entry)
 	}
@@ -259,8 +301,7 @@ func drift(lease time.Duration) time.Duration {
 // Done or bound a second time.
 type lifetime struct {
 	mu    sync.Mutex
-	ended bool
-	cause error
+	cause error         // why it ended; nil until then
 	done  chan struct{} // made by the first Done; closed at the end
 
 	first context.CancelCauseFunc    // the first lock context bound
@@ -273,7 +314,7 @@ func (l *lifetime) Done() <-chan struct{} {
 	defer l.mu.Unlock()
 	if l.done == nil {
 		l.done = make(chan struct{})
-		if l.ended {
+		if l.cause != nil {
 			close(l.done)
 		}
 	}
@@ -284,7 +325,7 @@ func (l *lifetime) Done() <-chan struct{} {
 func (l *lifetime) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.ended {
+	if l.cause != nil {
 		return context.Canceled
 	}
 	return nil
@@ -305,7 +346,7 @@ func (l *lifetime) bind(parent context.Context) context.Context {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
-	case l.ended:
+	case l.cause != nil:
 		cancel(l.cause)
 	case l.first == nil:
 		l.first = cancel
@@ -317,14 +358,18 @@ func (l *lifetime) bind(parent context.Context) context.Context {
 	return ctx
 }
 
-// end ends the lifetime with cause, once; it reports whether this call did.
+// end ends the lifetime with cause (context.Canceled for nil), once; it
+// reports whether this call did.
 func (l *lifetime) end(cause error) bool {
+	if cause == nil {
+		cause = context.Canceled
+	}
 	l.mu.Lock()
-	if l.ended {
+	if l.cause != nil {
 		l.mu.Unlock()
 		return false
 	}
-	l.ended, l.cause = true, cause
+	l.cause = cause
 	if l.done != nil {
 		close(l.done)
 	}
