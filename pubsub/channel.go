@@ -53,9 +53,10 @@ type channel struct {
 	name string
 	done chan struct{} // closed when run returns
 
-	waiters []*Waiter          // the queue, longest-waiting first
-	notes   map[*Waiter]string // the notes addressed to waiters (deliver) not yet taken
-	current *attempt           // the subscription attempt under way; nil between attempts and once stopped
+	waiters  []*Waiter          // the queue, longest-waiting first
+	notes    map[*Waiter]string // the notes addressed to waiters (deliver) not yet taken
+	failures map[*Waiter]error  // why Subscribe fails, for the waiters failed and not yet told
+	current  *attempt           // the subscription attempt under way; nil between attempts and once stopped
 }
 
 // attempt is one Receive call: one subscription of the channel, which
@@ -77,7 +78,7 @@ func (c *channel) join(tag string) *Waiter {
 	if c.current != nil && c.current.confirmed {
 		w.subscribed = true // ready at once: no channel to wait on
 	} else {
-		w.ready = make(chan error, 1)
+		w.ready = make(chan struct{})
 	}
 	c.waiters = append(c.waiters, w)
 	return w
@@ -149,30 +150,23 @@ func (c *channel) deliver(msg string) {
 	}
 	for _, w := range c.waiters {
 		if w.subscribed && w.tag == tag {
-			c.keepNote(w, note)
+			if c.notes == nil {
+				c.notes = make(map[*Waiter]string)
+			}
+			c.notes[w] = note // in place of any not taken; "" is none
 			w.nudge()
 		}
 	}
 }
 
-// keepNote keeps note for w, in place of any it has not taken (an empty
-// note is none). The caller holds s.mu.
-func (c *channel) keepNote(w *Waiter, note string) {
-	if note == "" {
-		delete(c.notes, w)
-		return
-	}
-	if c.notes == nil {
-		c.notes = make(map[*Waiter]string)
-	}
-	c.notes[w] = note
-}
-
-// takeNote takes w's note, if it has one. The caller holds s.mu.
-func (c *channel) takeNote(w *Waiter) (string, bool) {
-	note := c.notes[w]
-	delete(c.notes, w)
-	return note, note != ""
+// takeFailure returns why w failed, taken from the channel, or nil when
+// it did not.
+func (c *channel) takeFailure(w *Waiter) error {
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	err := c.failures[w]
+	delete(c.failures, w)
+	return err
 }
 
 // deadline brings the wake-up of the ready waiters named tag forward to ms

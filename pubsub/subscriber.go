@@ -114,8 +114,8 @@ func (s *Subscriber) SubscribeAs(ctx context.Context, channel, tag string) (*Wai
 	}
 
 	select {
-	case err := <-ready: // nil once closed, unless fail sent why first
-		if err != nil {
+	case <-ready:
+		if err := c.takeFailure(w); err != nil {
 			return nil, err
 		}
 		return w, nil

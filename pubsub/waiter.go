@@ -9,16 +9,14 @@ import (
 // Waiter is one local waiter in a channel's queue, from Subscribe until
 // Done. Its methods are safe for concurrent use, but for WakeAfter.
 type Waiter struct {
-	c    *channel
-	wake chan struct{} // capacity 1: a pending wake-up; closed by Subscriber.Close
-	// ready is closed when Subscribe may return, after it was sent why
-	// Subscribe fails if it does (capacity 1, so that the error needs no
-	// field of its own); nil for a waiter ready at once.
-	ready chan error
-	tag   string // the name addressed messages use; "" for none
+	c     *channel
+	wake  chan struct{} // capacity 1: a pending wake-up; closed by Subscriber.Close
+	ready chan struct{} // closed when Subscribe may return; nil for a waiter ready at once
+	tag   string        // the name addressed messages use; "" for none
 
-	// Guarded by c.s.mu. (The note of an addressed message not yet taken
-	// is kept by the channel: few waiters ever have one.)
+	// Guarded by c.s.mu. (Why Subscribe fails, and the note of an
+	// addressed message not yet taken, are kept by the channel: few
+	// waiters ever have one.)
 	due   time.Duration // when s.wakeups wakes the waiter (alarm.Now); 0 when not armed
 	by    time.Duration // the earliest Deadline not yet passed (alarm.Now), or 0: caps the next WakeAfter
 	place int32         // its place in s.wakeups (see Place)
@@ -39,7 +37,9 @@ func (w *Waiter) Note() (string, bool) {
 	s := w.c.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return w.c.takeNote(w)
+	note := w.c.notes[w]
+	delete(w.c.notes, w)
+	return note, note != ""
 }
 
 // Wake receives when the waiter should check the lock again: a message on
@@ -179,10 +179,14 @@ func (w *Waiter) nudge() bool {
 }
 
 // fail takes w out of the game before its subscription was confirmed:
-// Subscribe returns err. The caller holds s.mu and removes w from the queue.
+// Subscribe returns err (its channel keeps it until then). The caller
+// holds s.mu and removes w from the queue.
 func (w *Waiter) fail(err error) {
 	w.left = true
-	w.ready <- err
+	if w.c.failures == nil {
+		w.c.failures = make(map[*Waiter]error)
+	}
+	w.c.failures[w] = err
 	close(w.ready)
 }
 
