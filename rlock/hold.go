@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rlock/rlock/internal/alarm"
@@ -21,12 +22,6 @@ type hold struct {
 	l     *lock // the lock held, whose Client has the hold; the hooks are told of it
 	token int64
 	since time.Duration // when the hold began (alarm.Now)
-
-	// parent is the context that the first lock context of the hold was
-	// bound onto: the hold itself carries it there (holdNode), so that the
-	// lock context that most holds ever have costs no carrier of its own.
-	// Written once, by the bind that has the hold's turn.
-	parent context.Context
 
 	// life ends when the hold ends; its cause says why. Its mu guards the
 	// fields below too (one mutex for the hold).
@@ -60,22 +55,24 @@ func (h *hold) client() *Client {
 	return h.l.c
 }
 
-// A lock context is a context cancelled from a carrier of its hold (see
-// bind), which answers boundKey with itself, so that carried holds are
-// found without a key to allocate per lookup: the hold itself, as a
-// holdNode, for the first lock context bound to it; a holdCtx for any
-// later one.
+// A lock context (hold.bind) is its parent's values and deadline, with the
+// hold it carries under boundKey, so that carried holds are found without
+// a key to allocate per lookup; it is done when its parent is or when the
+// hold ends, with the hold's cause. The first lock context of a hold, the
+// only one most holds ever have, is the hold itself (holdNode), and makes
+// its cancellation (a context.WithCancelCause of its parent, 80 B and a
+// cancel func, and its entry in the parent's children) only when asked
+// for it: by Done, by a context derived from it, or, once the hold ended,
+// by a value lookup such as context.Cause's. A held lock whose context
+// nobody watches costs none of it. A later lock context of the hold is a
+// holdCtx under a context.WithCancelCause made at once.
 
-// boundKey is the context key under which the nearest carrier answers.
+// boundKey is the context key under which the nearest carrier of a hold
+// answers: a holdNode or a holdCtx.
 type boundKey struct{}
 
-// carrier is what answers boundKey: it carries a hold, bound onto a
-// parent context.
-type carrier interface {
-	carried() (h *hold, parent context.Context)
-}
-
-// holdCtx carries h, bound onto its Context.
+// holdCtx carries h, bound onto its Context: the parent of a hold's later
+// lock context.
 type holdCtx struct {
 	context.Context
 	h *hold
@@ -88,35 +85,15 @@ func (c *holdCtx) Value(key any) any {
 	return c.Context.Value(key)
 }
 
-func (c *holdCtx) carried() (*hold, context.Context) {
-	return c.h, c.Context
-}
-
-// holdNode is a hold as the carrier of its first lock context: parent's
-// cancellation and values, and the hold under boundKey.
-type holdNode hold
-
-func (n *holdNode) Deadline() (time.Time, bool) { return n.parent.Deadline() }
-func (n *holdNode) Done() <-chan struct{}       { return n.parent.Done() }
-func (n *holdNode) Err() error                  { return n.parent.Err() }
-
-func (n *holdNode) Value(key any) any {
-	if key == (boundKey{}) {
-		return n
-	}
-	return n.parent.Value(key)
-}
-
-func (n *holdNode) carried() (*hold, context.Context) {
-	return (*hold)(n), n.parent
-}
-
 // nearestBound returns the hold nearest to ctx that ctx carries, and the
 // context its carrier was bound onto, from which to go on outwards; a nil
 // hold when ctx carries none.
 func nearestBound(ctx context.Context) (*hold, context.Context) {
-	if c, ok := ctx.Value(boundKey{}).(carrier); ok {
-		return c.carried()
+	switch c := ctx.Value(boundKey{}).(type) {
+	case *holdNode:
+		return (*hold)(c), c.life.parent
+	case *holdCtx:
+		return c.h, c.Context
 	}
 	return nil, nil
 }
@@ -132,19 +109,86 @@ func carriedHold(ctx context.Context, c *Client, id holdID) *hold {
 	return nil
 }
 
-// bind returns a context derived from parent that carries h and is done when
-// h ends (with h's cause), or when parent is done. The caller has h's turn.
-func (h *hold) bind(parent context.Context) context.Context {
-	if h.parent == nil {
-		h.parent = parent
-		return h.life.bind((*holdNode)(h))
-	}
-	return h.life.bind(&holdCtx{Context: parent, h: h})
+// holdNode is a hold as its first lock context, bound onto life.parent;
+// life.first is its cancellation once made.
+type holdNode hold
+
+// cancellation is a lock context's cancellation, once made.
+type cancellation struct {
+	ctx    context.Context // a context.WithCancelCause
+	cancel context.CancelCauseFunc
 }
 
-// carriedBy reports whether ctx already carries h.
-func (h *hold) carriedBy(ctx context.Context) bool {
-	return carriedHold(ctx, h.client(), h.id()) == h
+// lostFirst is the state of a holdNode whose hold ended while its parent
+// was not done, before its cancellation was made: Canceled, with the
+// hold's cause.
+var lostFirst = new(cancellation)
+
+func (n *holdNode) Deadline() (time.Time, bool) { return n.life.parent.Deadline() }
+
+// Done makes the node's cancellation if it has none: of its parent, which
+// ends it when done, and which the hold's end cancels; or, after a loss,
+// cancelled already with the hold's cause.
+func (n *holdNode) Done() <-chan struct{} {
+	l := &n.life
+	if c := l.first.Load(); c != nil && c != lostFirst {
+		return c.ctx.Done()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.first.Load()
+	switch c {
+	case nil:
+		// Before the end, or after it with parent done first: parent's
+		// cancellation reaches it (at once if it is done).
+		ctx, cancel := context.WithCancelCause(l.parent)
+		c = &cancellation{ctx: ctx, cancel: cancel}
+	case lostFirst:
+		ctx, cancel := context.WithCancelCause(context.WithoutCancel(l.parent))
+		cancel(l.cause)
+		c = &cancellation{ctx: ctx, cancel: cancel}
+	}
+	l.first.Store(c)
+	return c.ctx.Done()
+}
+
+func (n *holdNode) Err() error {
+	switch c := n.life.first.Load(); c {
+	case nil:
+		return n.life.parent.Err()
+	case lostFirst:
+		return context.Canceled
+	default:
+		return c.ctx.Err()
+	}
+}
+
+// Value answers boundKey with the node, and other keys as its parent
+// does; but once the hold ended first, as its cancellation does (made
+// now), which answers context.Cause with the hold's cause. An owner's
+// lookup needs none.
+func (n *holdNode) Value(key any) any {
+	switch key.(type) {
+	case boundKey:
+		return n
+	case ownerKey:
+		return n.life.parent.Value(key)
+	}
+	c := n.life.first.Load()
+	if c == lostFirst {
+		n.Done()
+		c = n.life.first.Load()
+	}
+	if c == nil {
+		return n.life.parent.Value(key)
+	}
+	return c.ctx.Value(key)
+}
+
+// bind returns a lock context: derived from parent, carrying h, done when
+// h ends (with h's cause) or when parent is done. The caller has h's turn.
+func (h *hold) bind(parent context.Context) context.Context {
+	return h.life.bind(parent, h)
 }
 
 // active reports whether h has not ended.
@@ -304,8 +348,12 @@ type lifetime struct {
 	cause error         // why it ended; nil until then
 	done  chan struct{} // made by the first Done; closed at the end
 
-	first context.CancelCauseFunc    // the first lock context bound
-	more  *[]context.CancelCauseFunc // any later ones
+	// A hold's first lock context is the hold itself (holdNode): bound
+	// onto parent, with first its cancellation once made. The cancel
+	// funcs of later ones, and of a MultiLock's, are in more.
+	parent context.Context
+	first  atomic.Pointer[cancellation]
+	more   *[]context.CancelCauseFunc
 }
 
 // Done returns a channel closed when the lifetime ends.
@@ -338,18 +386,29 @@ func (l *lifetime) Cause() error {
 	return l.cause
 }
 
-// bind returns a context derived from parent, which carries what the
-// lifetime is of, that is done when parent is or when the lifetime ends,
-// with the lifetime's cause.
-func (l *lifetime) bind(parent context.Context) context.Context {
+// bind returns a context derived from parent, carrying h (nil: nothing,
+// for a MultiLock, whose parent carries it), that is done when parent is
+// or when the lifetime ends, with the lifetime's cause: h itself for its
+// first, while it lives.
+func (l *lifetime) bind(parent context.Context, h *hold) context.Context {
+	if h != nil {
+		l.mu.Lock()
+		first := l.parent == nil && l.cause == nil
+		if first {
+			l.parent = parent
+		}
+		l.mu.Unlock()
+		if first {
+			return (*holdNode)(h)
+		}
+		parent = &holdCtx{Context: parent, h: h}
+	}
 	ctx, cancel := context.WithCancelCause(parent)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
 	case l.cause != nil:
 		cancel(l.cause)
-	case l.first == nil:
-		l.first = cancel
 	case l.more == nil:
 		l.more = &[]context.CancelCauseFunc{cancel}
 	default:
@@ -373,11 +432,17 @@ func (l *lifetime) end(cause error) bool {
 	if l.done != nil {
 		close(l.done)
 	}
-	first, more := l.first, l.more
-	l.first, l.more = nil, nil
+	// The first lock context, if its cancellation is not made, ends now
+	// unless its parent ended first (it is then done as its parent is).
+	first := l.first.Load()
+	if l.parent != nil && first == nil && l.parent.Err() == nil {
+		l.first.Store(lostFirst)
+	}
+	more := l.more
+	l.more = nil
 	l.mu.Unlock()
 	if first != nil {
-		first(cause)
+		first.cancel(cause)
 	}
 	if more != nil {
 		for _, cancel := range *more {

@@ -182,11 +182,8 @@ func (c *Client) take(ctx context.Context, id holdID) (*turn, error) {
 		return t, nil
 	}
 	t.users--
-	dropped := sh.drop(t, hash)
+	sh.drop(t, hash)
 	sh.mu.Unlock()
-	if dropped {
-		recycle(t)
-	}
 	return nil, err
 }
 
@@ -240,11 +237,8 @@ func (c *Client) give(t *turn) {
 		return
 	}
 	t.taken = false
-	dropped := sh.drop(t, hash)
+	sh.drop(t, hash)
 	sh.mu.Unlock()
-	if dropped {
-		recycle(t)
-	}
 }
 
 // queue puts w last among the goroutines waiting for t. The caller holds
@@ -271,33 +265,28 @@ func (t *turn) unqueue(w *turnWaiter) bool {
 }
 
 // drop removes t, whose id hashes to hash, from sh if it is idle, and
-// reports whether it did: nobody can reach t then, and the caller
-// recycles it. The caller holds sh.mu and, when t.users is 0, the turn or
-// no claim on it: count and unsettled are then stable.
-func (sh *turnShard) drop(t *turn, hash uint64) bool {
+// keeps it, free, for a later take: nobody can reach it then. The caller
+// holds sh.mu and, when t.users is 0, the turn or no claim on it: count
+// and unsettled are then stable.
+func (sh *turnShard) drop(t *turn, hash uint64) {
 	if t.users != 0 || t.count != 0 || t.unsettled != 0 || sh.turns == nil {
-		return false
+		return
 	}
 	at := sh.turns[hash]
-	if at == t {
-		if t.next == nil {
-			delete(sh.turns, hash)
-		} else {
-			sh.turns[hash] = t.next
+	switch {
+	case at == t && t.next == nil:
+		delete(sh.turns, hash)
+	case at == t:
+		sh.turns[hash] = t.next
+	default:
+		for at != nil && at.next != t {
+			at = at.next
 		}
-		return true
-	}
-	for ; at != nil; at = at.next {
-		if at.next == t {
-			at.next = t.next
-			return true
+		if at == nil {
+			return
 		}
+		at.next = t.next
 	}
-	return false
-}
-
-// recycle keeps the dropped turn t, free, for a later take.
-func recycle(t *turn) {
 	t.id, t.hold, t.next = holdID{}, nil, nil
 	idleTurns.Put(t)
 }
