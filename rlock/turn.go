@@ -30,12 +30,12 @@ type turn struct {
 	count     int    // levels Redis granted this owner and it has not left
 	unsettled uint64 // seq of the latest request whose reply never came, or 0
 
-	// Guarded by its shard's mu (and written in the turn too).
-	users   int32       // goroutines that have or wait for the turn
-	taken   bool        // a goroutine has the turn
-	hold    *hold       // the current hold; nil before the first grant
-	waiting *turnWaiter // the goroutines that wait for the turn, first first
-	next    *turn       // the next turn in its shard whose id hashes the same
+	// Guarded by its shard's mu (and written in the turn too). The
+	// goroutines that wait for the turn are in the shard's waiting: few
+	// turns ever have any, and a held lock keeps its turn.
+	users int32 // goroutines that have or wait for the turn
+	taken bool  // a goroutine has the turn
+	hold  *hold // the current hold; nil before the first grant
 }
 
 // turnWaiter is a goroutine waiting for a turn that another has: only
@@ -60,14 +60,16 @@ type turnTable struct {
 }
 
 // turnShard is one part of a turnTable, padded to its own cache line.
-// Its map is keyed by the hash of a turn's id, and chains the turns whose
-// ids hash the same (next): a slot of a hash and a pointer takes less
-// than half the space of one keyed by the id's two strings, and a lock
-// held keeps its turn's slot.
+// Its turns are keyed by the hash of their id: a slot of a hash and a
+// pointer takes less than half the space of one keyed by the id's two
+// strings, and a lock held keeps its turn's slot. A turn whose hash
+// another has already is in clash, by id.
 type turnShard struct {
-	mu    sync.Mutex
-	turns map[uint64]*turn // nil once the Client is closed
-	_     [48]byte
+	mu      sync.Mutex
+	turns   map[uint64]*turn      // nil once the Client is closed
+	clash   map[holdID]*turn      // the turns whose hash is another's in turns
+	waiting map[*turn]*turnWaiter // the goroutines that wait for a turn, first first
+	_       [32]byte
 }
 
 var turnSeed = maphash.MakeSeed()
@@ -88,11 +90,12 @@ func (tt *turnTable) shard(id holdID) (*turnShard, uint64) {
 
 // all returns the turns of sh. The caller holds sh.mu.
 func (sh *turnShard) all() []*turn {
-	var out []*turn
+	out := make([]*turn, 0, len(sh.turns)+len(sh.clash))
 	for _, t := range sh.turns {
-		for ; t != nil; t = t.next {
-			out = append(out, t)
-		}
+		out = append(out, t)
+	}
+	for _, t := range sh.clash {
+		out = append(out, t)
 	}
 	return out
 }
@@ -163,7 +166,7 @@ func (c *Client) take(ctx context.Context, id holdID) (*turn, error) {
 		return t, nil
 	}
 	w := &turnWaiter{handed: make(chan struct{})}
-	t.queue(w)
+	sh.queue(t, w)
 	sh.mu.Unlock()
 
 	var err error
@@ -176,7 +179,7 @@ func (c *Client) take(ctx context.Context, id holdID) (*turn, error) {
 		err = ErrClosed
 	}
 	sh.mu.Lock()
-	if !t.unqueue(w) {
+	if !sh.unqueue(t, w) {
 		// Handed the turn as it gave up: it has it, as if handed first.
 		sh.mu.Unlock()
 		return t, nil
@@ -211,15 +214,23 @@ func (sh *turnShard) turnOf(id holdID, hash uint64) *turn {
 	if sh.turns == nil {
 		return nil
 	}
-	first := sh.turns[hash]
-	for t := first; t != nil; t = t.next {
-		if t.id == id {
-			return t
-		}
+	t := sh.turns[hash]
+	if t != nil && t.id == id {
+		return t
 	}
-	t := idleTurns.Get().(*turn)
-	t.id, t.next = id, first
-	sh.turns[hash] = t
+	if t = sh.clash[id]; t != nil {
+		return t
+	}
+	t = idleTurns.Get().(*turn)
+	t.id = id
+	switch {
+	case sh.turns[hash] == nil:
+		sh.turns[hash] = t
+	case sh.clash == nil:
+		sh.clash = map[holdID]*turn{id: t}
+	default:
+		sh.clash[id] = t
+	}
 	return t
 }
 
@@ -230,8 +241,12 @@ func (c *Client) give(t *turn) {
 	sh, hash := c.turns.shard(t.id)
 	sh.mu.Lock()
 	t.users--
-	if w := t.waiting; w != nil {
-		t.waiting = w.next
+	if w := sh.waiting[t]; w != nil {
+		if w.next == nil {
+			delete(sh.waiting, t)
+		} else {
+			sh.waiting[t] = w.next
+		}
 		close(w.handed)
 		sh.mu.Unlock()
 		return
@@ -242,22 +257,38 @@ func (c *Client) give(t *turn) {
 }
 
 // queue puts w last among the goroutines waiting for t. The caller holds
-// its shard's mu.
-func (t *turn) queue(w *turnWaiter) {
-	at := &t.waiting
-	for *at != nil {
-		at = &(*at).next
+// sh.mu.
+func (sh *turnShard) queue(t *turn, w *turnWaiter) {
+	first := sh.waiting[t]
+	if first == nil {
+		if sh.waiting == nil {
+			sh.waiting = make(map[*turn]*turnWaiter)
+		}
+		sh.waiting[t] = w
+		return
 	}
-	*at = w
+	for first.next != nil {
+		first = first.next
+	}
+	first.next = w
 }
 
 // unqueue takes w out of the goroutines waiting for t, and reports false
 // when it was not among them any more: give handed it the turn. The
-// caller holds its shard's mu.
-func (t *turn) unqueue(w *turnWaiter) bool {
-	for at := &t.waiting; *at != nil; at = &(*at).next {
-		if *at == w {
-			*at = w.next
+// caller holds sh.mu.
+func (sh *turnShard) unqueue(t *turn, w *turnWaiter) bool {
+	first := sh.waiting[t]
+	switch {
+	case first == w && w.next == nil:
+		delete(sh.waiting, t)
+		return true
+	case first == w:
+		sh.waiting[t] = w.next
+		return true
+	}
+	for at := first; at != nil; at = at.next {
+		if at.next == w {
+			at.next = w.next
 			return true
 		}
 	}
@@ -272,22 +303,15 @@ func (sh *turnShard) drop(t *turn, hash uint64) {
 	if t.users != 0 || t.count != 0 || t.unsettled != 0 || sh.turns == nil {
 		return
 	}
-	at := sh.turns[hash]
 	switch {
-	case at == t && t.next == nil:
+	case sh.turns[hash] == t:
 		delete(sh.turns, hash)
-	case at == t:
-		sh.turns[hash] = t.next
+	case sh.clash[t.id] == t:
+		delete(sh.clash, t.id)
 	default:
-		for at != nil && at.next != t {
-			at = at.next
-		}
-		if at == nil {
-			return
-		}
-		at.next = t.next
+		return
 	}
-	t.id, t.hold, t.next = holdID{}, nil, nil
+	t.id, t.hold = holdID{}, nil
 	idleTurns.Put(t)
 }
 
