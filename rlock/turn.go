@@ -67,7 +67,7 @@ type turnTable struct {
 type turnShard struct {
 	mu      sync.Mutex
 	turns   map[uint64]*turn      // nil once the Client is closed
-	clash   map[holdID]*turn      // the turns whose hash is another's in turns
+	clash   map[holdID]*turn      // the turns whose hash is another's in turns; nil once closed too
 	waiting map[*turn]*turnWaiter // the goroutines that wait for a turn, first first
 	_       [32]byte
 }
@@ -111,7 +111,7 @@ func (tt *turnTable) close() []*hold {
 				holds = append(holds, t.hold)
 			}
 		}
-		sh.turns = nil
+		sh.turns, sh.clash = nil, nil
 		sh.mu.Unlock()
 	}
 	return holds
