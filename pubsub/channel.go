@@ -53,8 +53,10 @@ type channel struct {
 	name string
 	done chan struct{} // closed when run returns
 
-	waiters []*Waiter // the queue, longest-waiting first
-	current *attempt  // the subscription attempt under way; nil between attempts and once stopped
+	waiters  []*Waiter          // the queue, longest-waiting first
+	notes    map[*Waiter]string // the notes addressed to waiters (deliver) not yet taken
+	failures map[*Waiter]error  // why Subscribe fails, for the waiters failed and not yet told
+	current  *attempt           // the subscription attempt under way; nil between attempts and once stopped
 }
 
 // attempt is one Receive call: one subscription of the channel, which
@@ -91,6 +93,7 @@ func (c *channel) leave(w *Waiter, handOn bool) bool {
 		c.waiters = slices.Delete(c.waiters, i, i+1)
 	}
 	w.left = true
+	delete(c.notes, w)
 	if handOn {
 		c.wakeOne()
 	}
@@ -147,10 +150,23 @@ func (c *channel) deliver(msg string) {
 	}
 	for _, w := range c.waiters {
 		if w.subscribed && w.tag == tag {
-			w.note = note
+			if c.notes == nil {
+				c.notes = make(map[*Waiter]string)
+			}
+			c.notes[w] = note // in place of any not taken; "" is none
 			w.nudge()
 		}
 	}
+}
+
+// takeFailure returns why w failed, taken from the channel, or nil when
+// it did not.
+func (c *channel) takeFailure(w *Waiter) error {
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	err := c.failures[w]
+	delete(c.failures, w)
+	return err
 }
 
 // deadline brings the wake-up of the ready waiters named tag forward to ms
@@ -174,7 +190,7 @@ func (c *channel) dismiss() {
 	for _, w := range c.waiters {
 		w.dismiss()
 	}
-	c.waiters = nil
+	c.waiters, c.notes = nil, nil
 }
 
 // run owns the channel's subscription. While the channel has waiters it

@@ -115,9 +115,8 @@ func (s *Subscriber) SubscribeAs(ctx context.Context, channel, tag string) (*Wai
 
 	select {
 	case <-ready:
-		// w.err was written before ready was closed.
-		if w.err != nil {
-			return nil, w.err
+		if err := c.takeFailure(w); err != nil {
+			return nil, err
 		}
 		return w, nil
 	case <-ctx.Done():

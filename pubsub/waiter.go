@@ -12,11 +12,11 @@ type Waiter struct {
 	c     *channel
 	wake  chan struct{} // capacity 1: a pending wake-up; closed by Subscriber.Close
 	ready chan struct{} // closed when Subscribe may return; nil for a waiter ready at once
-	err   error         // why Subscribe fails; written before ready is closed
 	tag   string        // the name addressed messages use; "" for none
 
-	// Guarded by c.s.mu.
-	note  string        // the latest addressed message's note not yet taken
+	// Guarded by c.s.mu. (Why Subscribe fails, and the note of an
+	// addressed message not yet taken, are kept by the channel: few
+	// waiters ever have one.)
 	due   time.Duration // when s.wakeups wakes the waiter (alarm.Now); 0 when not armed
 	by    time.Duration // the earliest Deadline not yet passed (alarm.Now), or 0: caps the next WakeAfter
 	place int32         // its place in s.wakeups (see Place)
@@ -32,12 +32,13 @@ func newWaiter(c *channel, tag string) *Waiter {
 
 // Note takes the note of the latest message addressed to the waiter (see
 // Addressed) that it has not taken yet, and reports whether there was one.
+// A waiter that left (Done) has none.
 func (w *Waiter) Note() (string, bool) {
 	s := w.c.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	note := w.note
-	w.note = ""
+	note := w.c.notes[w]
+	delete(w.c.notes, w)
 	return note, note != ""
 }
 
@@ -178,10 +179,14 @@ func (w *Waiter) nudge() bool {
 }
 
 // fail takes w out of the game before its subscription was confirmed:
-// Subscribe returns err. The caller holds s.mu and removes w from the queue.
+// Subscribe returns err (its channel keeps it until then). The caller
+// holds s.mu and removes w from the queue.
 func (w *Waiter) fail(err error) {
 	w.left = true
-	w.err = err
+	if w.c.failures == nil {
+		w.c.failures = make(map[*Waiter]error)
+	}
+	w.c.failures[w] = err
 	close(w.ready)
 }
 

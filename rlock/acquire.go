@@ -192,7 +192,7 @@ func (l *lock) keep(ctx context.Context, t *turn, g grant, sent time.Time, lease
 // its cause returned: Lock never succeeds with a done context.
 func (l *lock) bound(ctx context.Context, t *turn) (context.Context, error) {
 	lctx := ctx
-	if !t.hold.carriedBy(ctx) {
+	if carriedHold(ctx, l.c, t.id) != t.hold {
 		lctx = t.hold.bind(ctx)
 	}
 	if lctx.Err() == nil {

@@ -404,7 +404,7 @@
 // owner.go (ownership in the context), turn.go (an owner's turn on a lock),
 // request.go (the request protocol: sequence numbers, resends, WAIT),
 // acquire.go (taking a hold), release.go (the one way back to a lower
-// count), hold.go (a hold's life, its deadline and its events), wait.go
+// count), hold.go (a hold's life, its lock contexts, its deadline and its events), wait.go
 // (waiting on the unlock channel), hooks.go (the Hooks API and the traces
 // of calls), errors.go (the sentinels and every cause a hold ends with).
 // The primitives: mutex.go with park.go (a Mutex's waiters park in their

@@ -49,42 +49,42 @@ func (l *lock) handOverLevel(ctx context.Context, tr *releaseTrace) error {
 	defer cancel()
 	defer l.c.give(t)
 	var result released
-	if heir := l.heir(t); heir != nil {
-		result, err = l.releaseTo(uctx, t, heir)
+	if heir, ht := l.heir(t); heir != nil {
+		result, err = l.releaseTo(uctx, t, heir, ht)
 	} else {
 		result, err = l.release(uctx, t, t.count-1, false)
 	}
 	return l.unlocked(t, tr, result, err)
 }
 
-// heir claims the waiter to name as heir in the release of turn t, or
-// returns nil: only a release to no level hands over, and not with
-// WithReplicaAck, where the heir's grant would need an acknowledgement of
-// its own.
-func (l *lock) heir(t *turn) *parked {
+// heir claims the waiter to name as heir in the release of turn t, and
+// takes its turn; or returns nil: only a release to no level hands over,
+// and not with WithReplicaAck, where the heir's grant would need an
+// acknowledgement of its own.
+func (l *lock) heir(t *turn) (*parked, *turn) {
 	if t.count != 1 || l.c.cfg.replicas > 0 {
-		return nil
+		return nil, nil
 	}
 	return l.c.lot.claim(l)
 }
 
-// releaseTo is release to no level, naming heir, a claimed waiter: the
-// script hands the lock to heir rather than freeing it, if it may, and
-// heir's turn records what it did (bequeath).
-func (l *lock) releaseTo(ctx context.Context, t *turn, heir *parked) (released, error) {
+// releaseTo is release to no level, naming heir, a claimed waiter whose
+// turn ht the caller has: the script hands the lock to heir rather than
+// freeing it, if it may, and ht records what it did (bequeath).
+func (l *lock) releaseTo(ctx context.Context, t *turn, heir *parked, ht *turn) (released, error) {
 	buf := callBufs.Get().(*callBuf)
 	defer freeCall(buf)
 	call := l.releaseCallIn(buf, t.id.field, 0, false)
 	heirSeq := l.c.seq.Add(1)
-	buf.args[6], buf.args[7], buf.args[8], buf.args[9] = "0", heir.turn.id.field, strconv.FormatUint(heirSeq, 10), l.c.millis(l.c.leaseOr(heir.lease))
+	buf.args[6], buf.args[7], buf.args[8], buf.args[9] = "0", ht.id.field, strconv.FormatUint(heirSeq, 10), l.c.millis(l.c.leaseOr(heir.lease))
 	call.args = buf.args[:10]
 	var into [2]int64
 	reply, _, sent, err := l.c.exchangeInto(into[:0], ctx, t, l.kind.release, call, false)
-	l.bequeath(ctx, heir, heirSeq, reply, err, sent)
+	l.bequeath(ctx, heir, ht, heirSeq, reply, err, sent)
 	return l.recordRelease(t, call, 0, reply, err)
 }
 
-// bequeath records in heir's turn what the release that named it did,
+// bequeath records in heir's turn t what the release that named it did,
 // given its reply or err, the number heirSeq reserved for the heir's call,
 // and when the release was first sent: the heir holds a level from the
 // grant, as its own acquire would have recorded it; or, when no reply
@@ -92,16 +92,15 @@ func (l *lock) releaseTo(ctx context.Context, t *turn, heir *parked) (released, 
 // it. A level the watchdog refuses is given back. It runs before the
 // releasing owner's hold ends, so the lot never finds the lock without a
 // counted hold between the two (unheld).
-func (l *lock) bequeath(ctx context.Context, heir *parked, heirSeq uint64, reply []int64, err error, sent time.Time) {
-	t := heir.turn
+func (l *lock) bequeath(ctx context.Context, heir *parked, t *turn, heirSeq uint64, reply []int64, err error, sent time.Time) {
 	got := err == nil && len(reply) == 2 && reply[0] == int64(lua.Handed)
 	if got {
-		got = heir.l.keep(ctx, t, grant{acquired: true, count: 1, token: reply[1]}, sent, heir.lease) == nil
+		got = l.keep(ctx, t, grant{acquired: true, count: 1, token: reply[1]}, sent, heir.lease) == nil
 	}
 	if err != nil {
 		t.unsettled = heirSeq
 	}
 	// The heir wakes to bind its grant, or to ask: when the outcome is
 	// unknown, or when Redis has no record of it.
-	l.c.lot.settle(l.c, heir, got, got || err != nil || heir.behind)
+	l.c.lot.settle(l.c, heir, t, got, got || err != nil || heir.behind)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rlock/rlock/internal/alarm"
@@ -22,9 +23,10 @@ type hold struct {
 	token int64
 	since time.Duration // when the hold began (alarm.Now)
 
-	life lifetime // ends when the hold ends; its cause says why
+	// life ends when the hold ends; its cause says why. Its mu guards the
+	// fields below too (one mutex for the hold).
+	life lifetime
 
-	mu       sync.Mutex
 	counted  bool // counted in its Client's lot while it lives (park.go)
 	ended    bool
 	watched  bool           // the watchdog renews this hold (entry is added)
@@ -53,16 +55,28 @@ func (h *hold) client() *Client {
 	return h.l.c
 }
 
-// holdCtx is a lock context's carrier of its hold: the context a lock
-// context is cancelled from (see bind), answering boundKey with itself so
-// that carried holds are found without a key to allocate per lookup.
+// A lock context (hold.bind) is its parent's values and deadline, with the
+// hold it carries under boundKey, so that carried holds are found without
+// a key to allocate per lookup; it is done when its parent is or when the
+// hold ends, with the hold's cause. The first lock context of a hold, the
+// only one most holds ever have, is the hold itself (holdNode), and makes
+// its cancellation (a context.WithCancelCause of its parent, 80 B and a
+// cancel func, and its entry in the parent's children) only when asked
+// for it: by Done, by a context derived from it, or, once the hold ended,
+// by a value lookup such as context.Cause's. A held lock whose context
+// nobody watches costs none of it. A later lock context of the hold is a
+// holdCtx under a context.WithCancelCause made at once.
+
+// boundKey is the context key under which the nearest carrier of a hold
+// answers: a holdNode or a holdCtx.
+type boundKey struct{}
+
+// holdCtx carries h, bound onto its Context: the parent of a hold's later
+// lock context.
 type holdCtx struct {
 	context.Context
 	h *hold
 }
-
-// boundKey is the context key under which the nearest holdCtx answers.
-type boundKey struct{}
 
 func (c *holdCtx) Value(key any) any {
 	if key == (boundKey{}) {
@@ -71,38 +85,110 @@ func (c *holdCtx) Value(key any) any {
 	return c.Context.Value(key)
 }
 
-// nearestBound returns the holdCtx nearest to ctx, or nil when ctx carries
-// no hold; up goes on to the next one out.
-func nearestBound(ctx context.Context) *holdCtx {
-	hc, _ := ctx.Value(boundKey{}).(*holdCtx)
-	return hc
-}
-
-// up returns the next holdCtx out from c, or nil.
-func (c *holdCtx) up() *holdCtx {
-	return nearestBound(c.Context)
+// nearestBound returns the hold nearest to ctx that ctx carries, and the
+// context its carrier was bound onto, from which to go on outwards; a nil
+// hold when ctx carries none.
+func nearestBound(ctx context.Context) (*hold, context.Context) {
+	switch c := ctx.Value(boundKey{}).(type) {
+	case *holdNode:
+		return (*hold)(c), c.life.parent
+	case *holdCtx:
+		return c.h, c.Context
+	}
+	return nil, nil
 }
 
 // carriedHold returns the hold of id in Client c that ctx carries, ended or
 // not, or nil: the nearest of the holds bound into ctx that is it.
 func carriedHold(ctx context.Context, c *Client, id holdID) *hold {
-	for hc := nearestBound(ctx); hc != nil; hc = hc.up() {
-		if hc.h.client() == c && hc.h.id() == id {
-			return hc.h
+	for h, up := nearestBound(ctx); h != nil; h, up = nearestBound(up) {
+		if h.client() == c && h.id() == id {
+			return h
 		}
 	}
 	return nil
 }
 
-// bind returns a context derived from parent that carries h and is done when
-// h ends (with h's cause), or when parent is done.
-func (h *hold) bind(parent context.Context) context.Context {
-	return h.life.bind(&holdCtx{Context: parent, h: h})
+// holdNode is a hold as its first lock context, bound onto life.parent;
+// life.first is its cancellation once made.
+type holdNode hold
+
+// cancellation is a lock context's cancellation, once made.
+type cancellation struct {
+	ctx    context.Context // a context.WithCancelCause
+	cancel context.CancelCauseFunc
 }
 
-// carriedBy reports whether ctx already carries h.
-func (h *hold) carriedBy(ctx context.Context) bool {
-	return carriedHold(ctx, h.client(), h.id()) == h
+// lostFirst is the state of a holdNode whose hold ended while its parent
+// was not done, before its cancellation was made: Canceled, with the
+// hold's cause.
+var lostFirst = new(cancellation)
+
+func (n *holdNode) Deadline() (time.Time, bool) { return n.life.parent.Deadline() }
+
+// Done makes the node's cancellation if it has none: of its parent, which
+// ends it when done, and which the hold's end cancels; or, after a loss,
+// cancelled already with the hold's cause.
+func (n *holdNode) Done() <-chan struct{} {
+	l := &n.life
+	if c := l.first.Load(); c != nil && c != lostFirst {
+		return c.ctx.Done()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.first.Load()
+	switch c {
+	case nil:
+		// Before the end, or after it with parent done first: parent's
+		// cancellation reaches it (at once if it is done).
+		ctx, cancel := context.WithCancelCause(l.parent)
+		c = &cancellation{ctx: ctx, cancel: cancel}
+	case lostFirst:
+		ctx, cancel := context.WithCancelCause(context.WithoutCancel(l.parent))
+		cancel(l.cause)
+		c = &cancellation{ctx: ctx, cancel: cancel}
+	}
+	l.first.Store(c)
+	return c.ctx.Done()
+}
+
+func (n *holdNode) Err() error {
+	switch c := n.life.first.Load(); c {
+	case nil:
+		return n.life.parent.Err()
+	case lostFirst:
+		return context.Canceled
+	default:
+		return c.ctx.Err()
+	}
+}
+
+// Value answers boundKey with the node, and other keys as its parent
+// does; but once the hold ended first, as its cancellation does (made
+// now), which answers context.Cause with the hold's cause. An owner's
+// lookup needs none.
+func (n *holdNode) Value(key any) any {
+	switch key.(type) {
+	case boundKey:
+		return n
+	case ownerKey:
+		return n.life.parent.Value(key)
+	}
+	c := n.life.first.Load()
+	if c == lostFirst {
+		n.Done()
+		c = n.life.first.Load()
+	}
+	if c == nil {
+		return n.life.parent.Value(key)
+	}
+	return c.ctx.Value(key)
+}
+
+// bind returns a lock context: derived from parent, carrying h, done when
+// h ends (with h's cause) or when parent is done. The caller has h's turn.
+func (h *hold) bind(parent context.Context) context.Context {
+	return h.life.bind(parent, h)
 }
 
 // active reports whether h has not ended.
@@ -115,10 +201,10 @@ func (h *hold) active() bool {
 // hold to the watchdog. It fails when h has ended or the watchdog refuses
 // it.
 func (h *hold) record(sent time.Time, lease time.Duration, watch bool) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.life.mu.Lock()
+	defer h.life.mu.Unlock()
 	if h.ended {
-		return h.life.Cause()
+		return h.life.cause
 	}
 	if watch && !h.watched {
 		if err := h.client().dog.Add(&h.entry); err != nil {
@@ -137,7 +223,7 @@ func (h *hold) record(sent time.Time, lease time.Duration, watch bool) error {
 // later: Redis set that lease no earlier than sent, and no script ever
 // shortens a lock's expiry, so no other owner can take the lock before the
 // latest such deadline. The Client's deadlines end the hold when it
-// passes (at once for one already passed). h.mu is held.
+// passes (at once for one already passed). h.life.mu is held.
 func (h *hold) armLocked(sent time.Time, lease time.Duration) {
 	deadline := addSat(alarm.At(sent), lease-drift(lease)) // saturates for a lease of centuries
 	if deadline <= h.deadline {
@@ -150,8 +236,8 @@ func (h *hold) armLocked(sent time.Time, lease time.Duration) {
 // Renewed records a renewal sent at sent that confirmed the hold (it is
 // its entry's watchdog.Holder).
 func (h *hold) Renewed(sent time.Time) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.life.mu.Lock()
+	defer h.life.mu.Unlock()
 	if !h.ended {
 		h.armLocked(sent, h.client().cfg.lease)
 	}
@@ -180,14 +266,14 @@ func (h *hold) finish(cause error) {
 // end is finish's first half: it ends h's lifetime with cause, once, and
 // reports whether this call did.
 func (h *hold) end(cause error) bool {
-	h.mu.Lock()
+	h.life.mu.Lock()
 	if h.ended {
-		h.mu.Unlock()
+		h.life.mu.Unlock()
 		return false
 	}
 	h.ended = true
 	h.client().deadlines.Remove(h)
-	h.mu.Unlock()
+	h.life.mu.Unlock()
 	h.life.end(cause)
 	if h.counted {
 		h.client().lot.unheld(h.entry.Key)
@@ -198,9 +284,9 @@ func (h *hold) end(cause error) bool {
 // letGo is finish's second half, after end: no renewal is sent for h any
 // more, and the hooks learn that it ended with cause.
 func (h *hold) letGo(cause error) {
-	h.mu.Lock()
+	h.life.mu.Lock()
 	watched := h.watched // fixed once ended
-	h.mu.Unlock()
+	h.life.mu.Unlock()
 	if watched {
 		h.client().dog.Remove(&h.entry)
 	}
@@ -259,12 +345,15 @@ func drift(lease time.Duration) time.Duration {
 // Done or bound a second time.
 type lifetime struct {
 	mu    sync.Mutex
-	ended bool
-	cause error
+	cause error         // why it ended; nil until then
 	done  chan struct{} // made by the first Done; closed at the end
 
-	first context.CancelCauseFunc    // the first lock context bound
-	more  *[]context.CancelCauseFunc // any later ones
+	// A hold's first lock context is the hold itself (holdNode): bound
+	// onto parent, with first its cancellation once made. The cancel
+	// funcs of later ones, and of a MultiLock's, are in more.
+	parent context.Context
+	first  atomic.Pointer[cancellation]
+	more   *[]context.CancelCauseFunc
 }
 
 // Done returns a channel closed when the lifetime ends.
@@ -273,7 +362,7 @@ func (l *lifetime) Done() <-chan struct{} {
 	defer l.mu.Unlock()
 	if l.done == nil {
 		l.done = make(chan struct{})
-		if l.ended {
+		if l.cause != nil {
 			close(l.done)
 		}
 	}
@@ -284,7 +373,7 @@ func (l *lifetime) Done() <-chan struct{} {
 func (l *lifetime) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.ended {
+	if l.cause != nil {
 		return context.Canceled
 	}
 	return nil
@@ -297,18 +386,29 @@ func (l *lifetime) Cause() error {
 	return l.cause
 }
 
-// bind returns a context derived from parent, which carries what the
-// lifetime is of, that is done when parent is or when the lifetime ends,
-// with the lifetime's cause.
-func (l *lifetime) bind(parent context.Context) context.Context {
+// bind returns a context derived from parent, carrying h (nil: nothing,
+// for a MultiLock, whose parent carries it), that is done when parent is
+// or when the lifetime ends, with the lifetime's cause: h itself for its
+// first, while it lives.
+func (l *lifetime) bind(parent context.Context, h *hold) context.Context {
+	if h != nil {
+		l.mu.Lock()
+		first := l.parent == nil && l.cause == nil
+		if first {
+			l.parent = parent
+		}
+		l.mu.Unlock()
+		if first {
+			return (*holdNode)(h)
+		}
+		parent = &holdCtx{Context: parent, h: h}
+	}
 	ctx, cancel := context.WithCancelCause(parent)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
-	case l.ended:
+	case l.cause != nil:
 		cancel(l.cause)
-	case l.first == nil:
-		l.first = cancel
 	case l.more == nil:
 		l.more = &[]context.CancelCauseFunc{cancel}
 	default:
@@ -317,22 +417,32 @@ func (l *lifetime) bind(parent context.Context) context.Context {
 	return ctx
 }
 
-// end ends the lifetime with cause, once; it reports whether this call did.
+// end ends the lifetime with cause (context.Canceled for nil), once; it
+// reports whether this call did.
 func (l *lifetime) end(cause error) bool {
+	if cause == nil {
+		cause = context.Canceled
+	}
 	l.mu.Lock()
-	if l.ended {
+	if l.cause != nil {
 		l.mu.Unlock()
 		return false
 	}
-	l.ended, l.cause = true, cause
+	l.cause = cause
 	if l.done != nil {
 		close(l.done)
 	}
-	first, more := l.first, l.more
-	l.first, l.more = nil, nil
+	// The first lock context, if its cancellation is not made, ends now
+	// unless its parent ended first (it is then done as its parent is).
+	first := l.first.Load()
+	if l.parent != nil && first == nil && l.parent.Err() == nil {
+		l.first.Store(lostFirst)
+	}
+	more := l.more
+	l.more = nil
 	l.mu.Unlock()
 	if first != nil {
-		first(cause)
+		first.cancel(cause)
 	}
 	if more != nil {
 		for _, cancel := range *more {

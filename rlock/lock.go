@@ -96,8 +96,8 @@ func (l *lock) holdID(o *owner) holdID {
 // carries, if any: an Unlock with its lock context makes no field.
 func (l *lock) boundHoldID(ctx context.Context, o *owner) holdID {
 	key := l.keys.Hash()
-	for hc := nearestBound(ctx); hc != nil; hc = hc.up() {
-		if id := hc.h.id(); hc.h.client() == l.c && id.key == key && l.c.isKindField(id.field, o, l.kind.suffix) {
+	for h, up := nearestBound(ctx); h != nil; h, up = nearestBound(up) {
+		if id := h.id(); h.client() == l.c && id.key == key && l.c.isKindField(id.field, o, l.kind.suffix) {
 			return id
 		}
 	}

@@ -48,7 +48,7 @@ func (ml *MultiLock) bindParts(ctx context.Context, o *owner, lease time.Duratio
 			mh.setPart(i, h)
 		}
 	}
-	return mh.life.bind(context.WithValue(ctx, multiKey{ml}, mh))
+	return mh.life.bind(context.WithValue(ctx, multiKey{ml}, mh), nil)
 }
 
 // setPart records h as the part of node i and watches it end.

@@ -27,7 +27,7 @@ func (l *lock) waitParked(ctx context.Context, o *owner, wait, lease time.Durati
 	if w == nil {
 		return ctx, grant{}, err
 	}
-	p := &parked{l: l, o: o, lease: lease, w: w}
+	p := &parked{o: o, lease: lease, w: w}
 	lctx, g, err := l.retryParked(ctx, p, deadline, lease, t)
 	if w.Done(g.acquired) && !g.acquired {
 		l.withdraw(ctx, o)
@@ -44,7 +44,7 @@ func (l *lock) waitParked(ctx context.Context, o *owner, wait, lease time.Durati
 func (l *lock) retryParked(ctx context.Context, p *parked, deadline time.Time, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
 	for behind := true; ; behind = false {
 		check := l.c.cfg.lease // behind a hold: its release or end wakes p
-		if !behind || !l.c.lot.parkBehind(p) {
+		if !behind || !l.c.lot.parkBehind(l.keys.Hash(), p) {
 			lctx, g, err := l.askParked(ctx, p, lease, t)
 			if err != nil || g.acquired {
 				return lctx, g, err
@@ -73,7 +73,7 @@ func (l *lock) askParked(ctx context.Context, p *parked, lease time.Duration, t 
 	lctx, g, err := l.attempt(ctx, l.holdID(p.o), lease, true)
 	t.attempts++
 	if err == nil && !g.acquired {
-		l.c.lot.park(p)
+		l.c.lot.park(l.keys.Hash(), p)
 	}
 	return lctx, g, err
 }
@@ -81,7 +81,7 @@ func (l *lock) askParked(ctx context.Context, p *parked, lease time.Duration, t 
 // wokeParked takes waiter p, awake, out of the lot, and returns what
 // inherit does when a release claimed it meanwhile.
 func (l *lock) wokeParked(ctx context.Context, p *parked) (context.Context, grant, error) {
-	if !l.c.lot.unpark(p) {
+	if !l.c.lot.unpark(l.keys.Hash(), p) {
 		return ctx, grant{}, nil
 	}
 	return l.inherit(ctx, p)
@@ -93,7 +93,7 @@ func (l *lock) wokeParked(ctx context.Context, p *parked) (context.Context, gran
 // binds the level it was handed, if any, to ctx. A level handed to a done
 // ctx is given back (bound). acquired is false when nothing was handed.
 func (l *lock) inherit(ctx context.Context, p *parked) (context.Context, grant, error) {
-	t, err := l.c.take(context.WithoutCancel(ctx), p.l.holdID(p.o))
+	t, err := l.c.take(context.WithoutCancel(ctx), l.holdID(p.o))
 	if err != nil {
 		return ctx, grant{}, fmt.Errorf("rlock: acquire: %w", err)
 	}
@@ -113,17 +113,17 @@ func (l *lock) inherit(ctx context.Context, p *parked) (context.Context, grant, 
 }
 
 // parked is a waiter of this Client asleep between attempts on a lock, for
-// owner o and the lease it asked for (0: the watchdog's).
+// owner o and the lease it asked for (0: the watchdog's). The lock is the
+// lot's key it parks under, which the lot's callers name: a sleeping
+// waiter keeps no more than it needs.
 type parked struct {
-	l     *lock
 	o     *owner
 	lease time.Duration
 	w     *pubsub.Waiter
 
 	// Guarded by the lot's mu.
 	state  parkState
-	behind bool  // it parked without asking Redis (parkBehind): nobody else wakes it
-	turn   *turn // the waiter's turn, which the claimer has, while claimed
+	behind bool // it parked without asking Redis (parkBehind): nobody else wakes it
 }
 
 // parkState is where a parked waiter stands.
@@ -178,24 +178,24 @@ func (lot *parkingLot) tidy(key string, e *lotEntry) {
 	}
 }
 
-// park puts p in the lot, asleep, after Redis refused it.
-func (lot *parkingLot) park(p *parked) {
+// park puts p in the lot under key, asleep, after Redis refused it.
+func (lot *parkingLot) park(key string, p *parked) {
 	lot.mu.Lock()
 	defer lot.mu.Unlock()
-	lot.putAsleep(lot.entry(p.l.keys.Hash(), true), p)
+	lot.putAsleep(lot.entry(key, true), p)
 	p.behind = false
 }
 
-// parkBehind puts p in the lot without asking Redis, and reports true,
-// when a hold of this Client on the lock is live and counted: its release
-// claims p, or its end pokes p to ask.
-func (lot *parkingLot) parkBehind(p *parked) bool {
+// parkBehind puts p in the lot under key without asking Redis, and
+// reports true, when a hold of this Client on the lock at key is live and
+// counted: its release claims p, or its end pokes p to ask.
+func (lot *parkingLot) parkBehind(key string, p *parked) bool {
 	if lot.live.Load() == 0 {
 		return false
 	}
 	lot.mu.Lock()
 	defer lot.mu.Unlock()
-	e := lot.entry(p.l.keys.Hash(), false)
+	e := lot.entry(key, false)
 	if e == nil || e.held == 0 {
 		return false
 	}
@@ -210,15 +210,15 @@ func (lot *parkingLot) putAsleep(e *lotEntry, p *parked) {
 	e.waiters = append(e.waiters, p)
 }
 
-// unpark takes p out of the lot when it wakes, and reports whether a
-// release claimed it meanwhile: its claimer has its turn until the outcome
-// is recorded there (inherit).
-func (lot *parkingLot) unpark(p *parked) bool {
+// unpark takes p out of the lot (under key) when it wakes, and reports
+// whether a release claimed it meanwhile: its claimer has its turn until
+// the outcome is recorded there (inherit).
+func (lot *parkingLot) unpark(key string, p *parked) bool {
 	lot.mu.Lock()
 	defer lot.mu.Unlock()
 	switch p.state {
 	case asleep:
-		lot.remove(p.l.keys.Hash(), p)
+		lot.remove(key, p)
 		p.state = awake
 		return false
 	case awake:
@@ -255,21 +255,22 @@ func (lot *parkingLot) remove(key string, p *parked) {
 }
 
 // claim returns the waiter parked longest on l whose turn is free and
-// clear (no level, nothing unsettled), claimed, with its turn taken; nil
-// when there is none.
-func (lot *parkingLot) claim(l *lock) *parked {
+// clear (no level, nothing unsettled), claimed, and its turn, taken, which
+// the claimer gives back through settle; nil when there is none. (Only a
+// Mutex's waiters park, so a waiter's hold on l has l's id.)
+func (lot *parkingLot) claim(l *lock) (*parked, *turn) {
 	if lot.live.Load() == 0 {
-		return nil
+		return nil, nil
 	}
 	key := l.keys.Hash()
 	lot.mu.Lock()
 	defer lot.mu.Unlock()
 	e := lot.entry(key, false)
 	if e == nil {
-		return nil
+		return nil, nil
 	}
 	for _, p := range e.waiters {
-		t := l.c.tryTake(p.l.holdID(p.o))
+		t := l.c.tryTake(l.holdID(p.o))
 		if t == nil {
 			continue
 		}
@@ -278,19 +279,17 @@ func (lot *parkingLot) claim(l *lock) *parked {
 			continue
 		}
 		lot.remove(key, p)
-		p.state, p.turn = claimed, t
-		return p
+		p.state = claimed
+		return p, t
 	}
-	return nil
+	return nil, nil
 }
 
 // settle records the outcome of the release that named p as heir, handed
-// (got) or not, gives p's turn back, and pokes p when poke is true: to
+// (got) or not, gives p's turn t back, and pokes p when poke is true: to
 // bind the lock it was handed, or to ask Redis.
-func (lot *parkingLot) settle(c *Client, p *parked, got, poke bool) {
+func (lot *parkingLot) settle(c *Client, p *parked, t *turn, got, poke bool) {
 	lot.mu.Lock()
-	t := p.turn
-	p.turn = nil
 	p.state = awake
 	if got {
 		p.state = handed

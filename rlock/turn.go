@@ -25,17 +25,17 @@ type holdID struct {
 // held, or a request's outcome is still unsettled.
 type turn struct {
 	id holdID
-	sh *turnShard // the part of the table it lives in
 
 	// Guarded by the turn.
 	count     int    // levels Redis granted this owner and it has not left
 	unsettled uint64 // seq of the latest request whose reply never came, or 0
 
-	// Guarded by sh.mu (and written in the turn too).
-	users   int32       // goroutines that have or wait for the turn
-	taken   bool        // a goroutine has the turn
-	hold    *hold       // the current hold; nil before the first grant
-	waiting *turnWaiter // the goroutines that wait for the turn, first first
+	// Guarded by its shard's mu (and written in the turn too). The
+	// goroutines that wait for the turn are in the shard's waiting: few
+	// turns ever have any, and a held lock keeps its turn.
+	users int32 // goroutines that have or wait for the turn
+	taken bool  // a goroutine has the turn
+	hold  *hold // the current hold; nil before the first grant
 }
 
 // turnWaiter is a goroutine waiting for a turn that another has: only
@@ -60,10 +60,16 @@ type turnTable struct {
 }
 
 // turnShard is one part of a turnTable, padded to its own cache line.
+// Its turns are keyed by the hash of their id: a slot of a hash and a
+// pointer takes less than half the space of one keyed by the id's two
+// strings, and a lock held keeps its turn's slot. A turn whose hash
+// another has already is in clash, by id.
 type turnShard struct {
-	mu    sync.Mutex
-	turns map[holdID]*turn // nil once the Client is closed
-	_     [48]byte
+	mu      sync.Mutex
+	turns   map[uint64]*turn      // nil once the Client is closed
+	clash   map[holdID]*turn      // the turns whose hash is another's in turns; nil once closed too
+	waiting map[*turn]*turnWaiter // the goroutines that wait for a turn, first first
+	_       [32]byte
 }
 
 var turnSeed = maphash.MakeSeed()
@@ -71,13 +77,27 @@ var turnSeed = maphash.MakeSeed()
 // init makes the table's maps.
 func (tt *turnTable) init() {
 	for i := range tt.shards {
-		tt.shards[i].turns = make(map[holdID]*turn)
+		tt.shards[i].turns = make(map[uint64]*turn)
 	}
 }
 
-// shard returns the part of the table where the turn of id lives.
-func (tt *turnTable) shard(id holdID) *turnShard {
-	return &tt.shards[maphash.Comparable(turnSeed, id)%turnShards]
+// shard returns the part of the table where the turn of id lives, and
+// id's hash, its key there.
+func (tt *turnTable) shard(id holdID) (*turnShard, uint64) {
+	h := maphash.Comparable(turnSeed, id)
+	return &tt.shards[h%turnShards], h
+}
+
+// all returns the turns of sh. The caller holds sh.mu.
+func (sh *turnShard) all() []*turn {
+	out := make([]*turn, 0, len(sh.turns)+len(sh.clash))
+	for _, t := range sh.turns {
+		out = append(out, t)
+	}
+	for _, t := range sh.clash {
+		out = append(out, t)
+	}
+	return out
 }
 
 // close closes the table to new turns and returns the holds of its turns.
@@ -86,12 +106,12 @@ func (tt *turnTable) close() []*hold {
 	for i := range tt.shards {
 		sh := &tt.shards[i]
 		sh.mu.Lock()
-		for _, t := range sh.turns {
+		for _, t := range sh.all() {
 			if t.hold != nil {
 				holds = append(holds, t.hold)
 			}
 		}
-		sh.turns = nil
+		sh.turns, sh.clash = nil, nil
 		sh.mu.Unlock()
 	}
 	return holds
@@ -103,8 +123,8 @@ func (tt *turnTable) holdsOn(key string) []*hold {
 	for i := range tt.shards {
 		sh := &tt.shards[i]
 		sh.mu.Lock()
-		for id, t := range sh.turns {
-			if id.key == key && t.hold != nil {
+		for _, t := range sh.all() {
+			if t.id.key == key && t.hold != nil {
 				out = append(out, t.hold)
 			}
 		}
@@ -119,7 +139,7 @@ func (tt *turnTable) len() int {
 	for i := range tt.shards {
 		sh := &tt.shards[i]
 		sh.mu.Lock()
-		n += len(sh.turns)
+		n += len(sh.all())
 		sh.mu.Unlock()
 	}
 	return n
@@ -132,9 +152,9 @@ var idleTurns = sync.Pool{New: func() any { return new(turn) }}
 // take waits for id's turn, or fails when ctx is done first or the Client
 // is closed. The caller must give the turn back.
 func (c *Client) take(ctx context.Context, id holdID) (*turn, error) {
-	sh := c.turns.shard(id)
+	sh, hash := c.turns.shard(id)
 	sh.mu.Lock()
-	t := sh.turnOf(id)
+	t := sh.turnOf(id, hash)
 	if t == nil {
 		sh.mu.Unlock()
 		return nil, ErrClosed
@@ -146,7 +166,7 @@ func (c *Client) take(ctx context.Context, id holdID) (*turn, error) {
 		return t, nil
 	}
 	w := &turnWaiter{handed: make(chan struct{})}
-	t.queue(w)
+	sh.queue(t, w)
 	sh.mu.Unlock()
 
 	var err error
@@ -159,17 +179,14 @@ func (c *Client) take(ctx context.Context, id holdID) (*turn, error) {
 		err = ErrClosed
 	}
 	sh.mu.Lock()
-	if !t.unqueue(w) {
+	if !sh.unqueue(t, w) {
 		// Handed the turn as it gave up: it has it, as if handed first.
 		sh.mu.Unlock()
 		return t, nil
 	}
 	t.users--
-	dropped := t.drop()
+	sh.drop(t, hash)
 	sh.mu.Unlock()
-	if dropped {
-		recycle(t)
-	}
 	return nil, err
 }
 
@@ -178,10 +195,10 @@ func (c *Client) take(ctx context.Context, id holdID) (*turn, error) {
 // that hands its lock to a waiter, handoff.go). The caller must give the
 // turn back.
 func (c *Client) tryTake(id holdID) *turn {
-	sh := c.turns.shard(id)
+	sh, hash := c.turns.shard(id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	t := sh.turnOf(id)
+	t := sh.turnOf(id, hash)
 	if t == nil || t.taken {
 		return nil
 	}
@@ -191,17 +208,28 @@ func (c *Client) tryTake(id holdID) *turn {
 }
 
 // turnOf returns id's turn, made if there is none (take and tryTake count
-// their caller among its users), or nil once the Client is closed. The
-// caller holds sh.mu.
-func (sh *turnShard) turnOf(id holdID) *turn {
+// their caller among its users), or nil once the Client is closed; hash
+// is id's. The caller holds sh.mu.
+func (sh *turnShard) turnOf(id holdID, hash uint64) *turn {
 	if sh.turns == nil {
 		return nil
 	}
-	t := sh.turns[id]
-	if t == nil {
-		t = idleTurns.Get().(*turn)
-		t.id, t.sh = id, sh
-		sh.turns[id] = t
+	t := sh.turns[hash]
+	if t != nil && t.id == id {
+		return t
+	}
+	if t = sh.clash[id]; t != nil {
+		return t
+	}
+	t = idleTurns.Get().(*turn)
+	t.id = id
+	switch {
+	case sh.turns[hash] == nil:
+		sh.turns[hash] = t
+	case sh.clash == nil:
+		sh.clash = map[holdID]*turn{id: t}
+	default:
+		sh.clash[id] = t
 	}
 	return t
 }
@@ -210,61 +238,80 @@ func (sh *turnShard) turnOf(id holdID) *turn {
 // for it, if any, and else drops t from the Client when nobody uses it and
 // nothing is held or unsettled.
 func (c *Client) give(t *turn) {
-	sh := t.sh
+	sh, hash := c.turns.shard(t.id)
 	sh.mu.Lock()
 	t.users--
-	if w := t.waiting; w != nil {
-		t.waiting = w.next
+	if w := sh.waiting[t]; w != nil {
+		if w.next == nil {
+			delete(sh.waiting, t)
+		} else {
+			sh.waiting[t] = w.next
+		}
 		close(w.handed)
 		sh.mu.Unlock()
 		return
 	}
 	t.taken = false
-	dropped := t.drop()
+	sh.drop(t, hash)
 	sh.mu.Unlock()
-	if dropped {
-		recycle(t)
-	}
 }
 
 // queue puts w last among the goroutines waiting for t. The caller holds
-// t.sh.mu.
-func (t *turn) queue(w *turnWaiter) {
-	at := &t.waiting
-	for *at != nil {
-		at = &(*at).next
+// sh.mu.
+func (sh *turnShard) queue(t *turn, w *turnWaiter) {
+	first := sh.waiting[t]
+	if first == nil {
+		if sh.waiting == nil {
+			sh.waiting = make(map[*turn]*turnWaiter)
+		}
+		sh.waiting[t] = w
+		return
 	}
-	*at = w
+	for first.next != nil {
+		first = first.next
+	}
+	first.next = w
 }
 
 // unqueue takes w out of the goroutines waiting for t, and reports false
 // when it was not among them any more: give handed it the turn. The
-// caller holds t.sh.mu.
-func (t *turn) unqueue(w *turnWaiter) bool {
-	for at := &t.waiting; *at != nil; at = &(*at).next {
-		if *at == w {
-			*at = w.next
+// caller holds sh.mu.
+func (sh *turnShard) unqueue(t *turn, w *turnWaiter) bool {
+	first := sh.waiting[t]
+	switch {
+	case first == w && w.next == nil:
+		delete(sh.waiting, t)
+		return true
+	case first == w:
+		sh.waiting[t] = w.next
+		return true
+	}
+	for at := first; at != nil; at = at.next {
+		if at.next == w {
+			at.next = w.next
 			return true
 		}
 	}
 	return false
 }
 
-// drop removes t from its table if it is idle, and reports whether it
-// did: nobody can reach t then, and the caller recycles it. The caller
-// holds t.sh.mu and, when t.users is 0, the turn or no claim on it: count
+// drop removes t, whose id hashes to hash, from sh if it is idle, and
+// keeps it, free, for a later take: nobody can reach it then. The caller
+// holds sh.mu and, when t.users is 0, the turn or no claim on it: count
 // and unsettled are then stable.
-func (t *turn) drop() bool {
-	if t.users == 0 && t.count == 0 && t.unsettled == 0 && t.sh.turns[t.id] == t {
-		delete(t.sh.turns, t.id)
-		return true
+func (sh *turnShard) drop(t *turn, hash uint64) {
+	if t.users != 0 || t.count != 0 || t.unsettled != 0 || sh.turns == nil {
+		return
 	}
-	return false
-}
-
-// recycle keeps the dropped turn t, free, for a later take.
-func recycle(t *turn) {
-	t.id, t.sh, t.hold = holdID{}, nil, nil
+	switch {
+	case sh.turns[hash] == t:
+		delete(sh.turns, hash)
+	case sh.clash[t.id] == t:
+		delete(sh.clash, t.id)
+	default:
+		return
+	}
+	t.id, t.hold = holdID{}, nil
 	idleTurns.Put(t)
 }
 
@@ -272,10 +319,11 @@ func recycle(t *turn) {
 // granted after Close collected the Client's holds is ended as they were:
 // nothing would end it otherwise until its lease ran out.
 func (c *Client) setHold(t *turn, h *hold) {
-	t.sh.mu.Lock()
+	sh, _ := c.turns.shard(t.id)
+	sh.mu.Lock()
 	t.hold = h
-	closed := t.sh.turns == nil
-	t.sh.mu.Unlock()
+	closed := sh.turns == nil
+	sh.mu.Unlock()
 	if closed {
 		h.finish(errHoldClosed)
 	}

@@ -65,3 +65,30 @@ func TestTurnIsExclusive(t *testing.T) {
 	c.give(tn)
 	require.Zero(t, c.turns.len(), "no turn is left once nobody uses it")
 }
+
+// TestTurnsWhoseHashesClash: turns whose ids hash the same are each found
+// by their own id, and each is dropped alone, whichever goes first.
+func TestTurnsWhoseHashesClash(t *testing.T) {
+	for _, firstGoesFirst := range []bool{true, false} {
+		var tt turnTable
+		tt.init()
+		sh := &tt.shards[0]
+		a, b := holdID{key: "k", field: "a"}, holdID{key: "k", field: "b"}
+		const hash = 7 // as if a and b hashed the same
+		ta, tb := sh.turnOf(a, hash), sh.turnOf(b, hash)
+		require.NotSame(t, ta, tb, "each id has a turn of its own")
+		require.Same(t, ta, sh.turnOf(a, hash))
+		require.Same(t, tb, sh.turnOf(b, hash))
+		require.Equal(t, 2, tt.len())
+
+		first, second, secondID := ta, tb, b
+		if !firstGoesFirst {
+			first, second, secondID = tb, ta, a
+		}
+		sh.drop(first, hash)
+		require.Equal(t, 1, tt.len(), "the other turn stays")
+		require.Same(t, second, sh.turnOf(secondID, hash), "and is still found")
+		sh.drop(second, hash)
+		require.Zero(t, tt.len(), "no turn is left")
+	}
+}
