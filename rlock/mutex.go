@@ -50,11 +50,7 @@ func (m *Mutex) acquire(ctx context.Context, wait, lease time.Duration) (context
 	if a.waits(l, wait) {
 		a.lctx, a.g, a.err = l.waitParked(a.octx, a.o, wait, lease, &a.trace)
 	}
-	lctx, ok, err := l.end(&a)
-	if ok {
-		l.c.lot.wakeOwner(l.keys.Hash(), a.o)
-	}
-	return lctx, ok, err
+	return l.endParked(&a)
 }
 
 // Name returns the lock's name.

@@ -227,6 +227,17 @@ func (lot *parkingLot) unpark(key string, p *parked) bool {
 	return true
 }
 
+// endParked is end for a Mutex: once the acquire took the lock, the
+// waiters of its owner parked on it re-enter (wakeOwner). (A helper, so
+// that Mutex.acquire's frame, on a sleeping waiter's stack, stays small.)
+func (l *lock) endParked(a *acquisition) (context.Context, bool, error) {
+	lctx, ok, err := l.end(a)
+	if ok {
+		l.c.lot.wakeOwner(l.keys.Hash(), a.o)
+	}
+	return lctx, ok, err
+}
+
 // wakeOwner pokes the waiters of owner o parked on the lock at key, which
 // o has just taken: they re-enter at once, rather than sleep until a
 // release or their timer, since no release wakes them while o holds it.
