@@ -59,9 +59,9 @@ local function handOn()
         return handed
     end
     local now = nowMs()
-    local first, after = head(queue, now)
+    local first, e = head(queue, now)
     if first then
-        handOver(hash, KEYS[4], queue, KEYS[2], ARGV[4], first, after, now)
+        handOver(hash, KEYS[4], queue, KEYS[2], ARGV[4], first, e, now)
     end
     return {FREED, 0}
 end

@@ -67,15 +67,16 @@ local function dequeue(queue, w)
     redis.call('hdel', queue, w, w .. '#exp', w .. '#seq', w .. '#lease', w .. '#prev', w .. '#next')
 end
 
--- head returns the live waiter longest in queue and the one after it,
--- after dropping the waiters ahead whose own lease ended by now; nil when
--- nobody lives in it (or queue is not a hash).
+-- head returns the live waiter longest in queue and its entry {W#exp,
+-- W#next, W#seq, W#lease} (W#next false for none), after dropping the
+-- waiters ahead whose own lease ended by now; nil when nobody lives in it
+-- (or queue is not a hash).
 local function head(queue, now)
     local w = redis.pcall('hget', queue, '#head')
     while type(w) == 'string' do
-        local e = redis.call('hmget', queue, w .. '#exp', w .. '#next')
+        local e = redis.call('hmget', queue, w .. '#exp', w .. '#next', w .. '#seq', w .. '#lease')
         if tonumber(e[1] or '0') > now then
-            return w, e[2] or nil
+            return w, e
         end
         dequeue(queue, w)
         w = e[2]
@@ -85,8 +86,9 @@ end
 
 -- giveTo makes waiter w, the head of queue, the owner of the free lock
 -- hash: count 1, the next fencing token of counter, w's seq on the lock
--- wseq, the lease ms; and takes w out of queue. The waiter after it (after, its #next), when
--- there is one in another Client, is told '@<after> next <ms>' on channel
+-- wseq, the lease ms; and takes w out of queue. The waiter after it
+-- (after, w's #next), when there is one in another Client, is told
+-- '@<after> next <ms>' on channel
 -- (pub: 'publish' or 'spublish'): if w died, the lock expires then, and
 -- that waiter must ask for it. (A waiter of w's own Client dies with w.)
 -- It returns the token, or nil and an error reply when counter is not a
@@ -105,18 +107,18 @@ local function giveTo(hash, counter, queue, channel, pub, w, after, wseq, ms)
     return token
 end
 
--- handOver grants the free lock hash to waiter w, the head of queue, with
--- the lease its entry asks for, and tells it with a message addressed to
--- it on channel: '@<w> <seq> <token>', seq being that of w's call that
--- queued it last, which is now w's seq on the lock. It returns an error
--- reply when counter is not a counter, having written nothing.
-local function handOver(hash, counter, queue, channel, pub, w, after, now)
-    local e = redis.call('hmget', queue, w .. '#seq', w .. '#lease', w .. '#exp')
-    local wseq, lease = e[1], e[2]
+-- handOver grants the free lock hash to waiter w, the head of queue whose
+-- entry head read as e, with the lease the entry asks for, and tells it
+-- with a message addressed to it on channel: '@<w> <seq> <token>', seq
+-- being that of w's call that queued it last, which is now w's seq on the
+-- lock. It returns an error reply when counter is not a counter, having
+-- written nothing.
+local function handOver(hash, counter, queue, channel, pub, w, e, now)
+    local wseq, lease = e[3], e[4]
     if lease == '0' then
-        lease = tonumber(e[3]) - now
+        lease = tonumber(e[1]) - now
     end
-    local token, err = giveTo(hash, counter, queue, channel, pub, w, after, wseq, lease)
+    local token, err = giveTo(hash, counter, queue, channel, pub, w, e[2], wseq, lease)
     if not token then
         return err
     end
