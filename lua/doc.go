@@ -195,9 +195,10 @@
 // the lock is the one reserved for it, and nothing is published to it;
 // otherwise the release publishes on the channel '@<W> <seq> <token>' to
 // that waiter (its seq on the lock is its queued call's). Either way the
-// waiter after W, when it is of another Client, is told '@<next> next
-// <ms>': if W died, the lock expires in ms, and that waiter must ask for
-// it then.
+// waiter after W is told '@<next> next <ms>': if W died, or its fixed
+// lease runs out, the lock expires in ms, and that waiter must ask for it
+// then (not a waiter of W's own Client when the watchdog renews W's
+// lease: that lease ends only with W's process, and the waiter's).
 //
 // RWMutex (rw_*.lua, rw.lua): a Mutex's keys, on its own base, whose
 // hash holds, for owner base B (<clientID>:<ownerToken>):

@@ -42,11 +42,11 @@ local seqField = owner .. '#seq'
 -- queue (alive: its Client vouches for it, so its entry's own lease is not
 -- read) and no later call of G fenced the hand-over; nil otherwise.
 local function handToHeir()
-    local q = redis.pcall('hmget', queue, '#head', heir .. '#next')
+    local q = redis.pcall('hmget', queue, '#head', heir .. '#next', heir .. '#lease')
     if q.err or q[1] ~= heir or fencedUpTo(fences, heir, tonumber(ARGV[9])) then
         return nil
     end
-    local token = giveTo(hash, KEYS[4], queue, KEYS[2], ARGV[4], heir, q[2], ARGV[9], ARGV[10])
+    local token = giveTo(hash, KEYS[4], queue, KEYS[2], ARGV[4], heir, q[2], ARGV[9], ARGV[10], q[3] == '0')
     return token and {HANDED, token}
 end
 

@@ -86,14 +86,15 @@ end
 
 -- giveTo makes waiter w, the head of queue, the owner of the free lock
 -- hash: count 1, the next fencing token of counter, w's seq on the lock
--- wseq, the lease ms; and takes w out of queue. The waiter after it
--- (after, w's #next), when there is one in another Client, is told
--- '@<after> next <ms>' on channel
--- (pub: 'publish' or 'spublish'): if w died, the lock expires then, and
--- that waiter must ask for it. (A waiter of w's own Client dies with w.)
--- It returns the token, or nil and an error reply when counter is not a
--- counter, having written nothing.
-local function giveTo(hash, counter, queue, channel, pub, w, after, wseq, ms)
+-- wseq, the lease ms (renewed: by the watchdog); and takes w out of
+-- queue. The waiter after it (after, w's #next), if any, is told
+-- '@<after> next <ms>' on channel (pub: 'publish' or 'spublish'): if w
+-- died, or its fixed lease runs out, the lock expires then, and that
+-- waiter must ask for it. Not when it is of w's Client and the lease is
+-- renewed: such a lease ends only when w's process dies, and the waiter
+-- with it. It returns the token, or nil and an error reply when counter
+-- is not a counter, having written nothing.
+local function giveTo(hash, counter, queue, channel, pub, w, after, wseq, ms, renewed)
     local token, err = nextToken(counter)
     if not token then
         return nil, err
@@ -101,7 +102,7 @@ local function giveTo(hash, counter, queue, channel, pub, w, after, wseq, ms)
     redis.call('hset', hash, w, 1, w .. '#seq', wseq)
     redis.call('pexpire', hash, ms)
     popHead(queue, w, after)
-    if after and clientOf(after) ~= clientOf(w) then
+    if after and not (renewed and clientOf(after) == clientOf(w)) then
         redis.call(pub, channel, '@' .. after .. ' next ' .. ms)
     end
     return token
@@ -114,11 +115,11 @@ end
 -- lock. It returns an error reply when counter is not a counter, having
 -- written nothing.
 local function handOver(hash, counter, queue, channel, pub, w, e, now)
-    local wseq, lease = e[3], e[4]
-    if lease == '0' then
+    local wseq, lease, renewed = e[3], e[4], e[4] == '0'
+    if renewed then
         lease = tonumber(e[1]) - now
     end
-    local token, err = giveTo(hash, counter, queue, channel, pub, w, e[2], wseq, lease)
+    local token, err = giveTo(hash, counter, queue, channel, pub, w, e[2], wseq, lease, renewed)
     if not token then
         return err
     end
