@@ -51,7 +51,8 @@
 //	fence.lua    fence: records a give-up fence
 //	token.lua    the fencing counter: nextToken, currentToken
 //	hold.lua     a lock's hold: take, reenter, lower
-//	queue.lua    a fair lock's queue: enqueue, dequeue, head, handOver
+//	client.lua   clientOf: the Client of an owner field
+//	queue.lua    a fair lock's queue: enqueue, dequeue, head, giveTo, handOver
 //	holders.lua  a semaphore's holders, with their own leases
 //	rw.lua       a read-write lock's hash: prune, admit, acquiring, releasing
 //
@@ -114,7 +115,7 @@
 //	Ran        8  {Ran, results}           do.lua: the holder's commands ran; one result each
 //	RanEarlier 9  {RanEarlier, 0}          do.lua: a call of the request whose reply was lost ran them
 //	NotRun    10  {NotRun, 0}              do.lua, settling: no call of the request ran, none will
-//	Handed    11  {Handed, token}          release.lua: freed and handed to a waiter of the releaser's Client
+//	Handed    11  {Handed, token}          release.lua, fair_release.lua: freed and handed to a waiter of the releaser's Client
 //
 // Each script's header names the codes it answers. Every acquire script
 // answers Granted, Refused or Stale, and every release script NotHeld,
@@ -194,10 +195,16 @@
 // waiter leaves; a waiter whose own lease passed is dropped when it
 // reaches the head. The watchdog renews an entry's W#exp as it renews a
 // hold. The release that frees a fair lock hands it, in the same call, to
-// the live waiter longest in the queue, and publishes on the channel
-// '@<W> <seq> <token>' to that waiter (its seq on the lock is its queued
-// call's) and '@<next> next <ms>' to the waiter after it: if W died, the
-// lock expires in ms, and that waiter must ask for it then.
+// the live waiter longest in the queue. When that waiter is the heir the
+// release names (a waiter of the releaser's Client, ARGV[8..10] as for
+// release.lua), the grant is in the reply ({Handed, token}), its seq on
+// the lock is the one reserved for it, and nothing is published to it;
+// otherwise the release publishes on the channel '@<W> <seq> <token>' to
+// that waiter (its seq on the lock is its queued call's). Either way the
+// waiter after W is told '@<next> next <ms>': if W died, or its fixed
+// lease runs out, the lock expires in ms, and that waiter must ask for it
+// then (not a waiter of W's own Client when the watchdog renews W's
+// lease: that lease ends only with W's process, and the waiter's).
 //
 // RWMutex (rw_*.lua, rw.lua): a Mutex's keys, on its own base, whose
 // hash holds, for owner base B (<clientID>:<ownerToken>):

@@ -32,18 +32,16 @@ if redis.call('exists', hash, fences, queue) == 0 then
     return take(false)
 end
 
-for _, key in ipairs({hash, fences, queue}) do
-    local t = redis.call('type', key).ok
-    if t ~= 'hash' and t ~= 'none' then
-        return redis.error_reply('WRONGTYPE lock key ' .. key .. ' is not a hash')
-    end
+local held = redis.pcall('hmget', hash, owner, seqField)
+local entry = redis.pcall('hmget', queue, owner .. '#seq', owner .. '#exp')
+local f = redis.pcall('hget', fences, owner)
+if held.err or entry.err or type(f) == 'table' then
+    return redis.error_reply('WRONGTYPE lock key ' .. hash .. ', ' .. fences .. ' or ' .. queue .. ' is not a hash')
 end
-local held = redis.call('hmget', hash, owner, seqField)
 if held[1] then
     return reenter(held)
 end
-local entry = redis.call('hmget', queue, owner .. '#seq', owner .. '#exp')
-if tonumber(redis.call('hget', fences, owner) or '0') >= seq or tonumber(entry[1] or '0') >= seq then
+if tonumber(f or '0') >= seq or tonumber(entry[1] or '0') >= seq then
     return {STALE, 0}
 end
 fence(fences, owner, superseded, ARGV[6])
@@ -52,18 +50,20 @@ if entry[1] and tonumber(entry[2]) <= now then
     dequeue(queue, owner) -- its own lease passed: it starts again at the back
     entry[1] = false
 end
-if redis.call('exists', hash) == 0 then
-    local first, after = head(queue, now)
+local pttl = redis.call('pttl', hash)
+if pttl == -2 then
+    local first, e = head(queue, now)
     if not first or first == owner then
         if first then
             dequeue(queue, owner)
         end
         return take(false)
     end
-    local err = handOver(hash, KEYS[2], queue, KEYS[5], ARGV[8], first, after, now)
+    local err = handOver(hash, KEYS[2], queue, KEYS[5], ARGV[8], first, e, now)
     if err then
         return err
     end
+    pttl = redis.call('pttl', hash)
 end
 if ARGV[7] == '1' then
     if not entry[1] then
@@ -76,4 +76,4 @@ if ARGV[7] == '1' then
     redis.call('hset', queue, owner .. '#exp', now + tonumber(ARGV[9]), owner .. '#seq', seq, owner .. '#lease', grant)
     lengthen(queue, ARGV[9])
 end
-return {REFUSED, redis.call('pttl', hash)}
+return {REFUSED, pttl}

@@ -4,6 +4,7 @@
 --@include fence.lua
 --@include hold.lua
 --@include queue.lua
+--@include token.lua
 -- fair_release: release.lua for a fair lock. At 0 the lock is handed over
 -- to the waiter longest in the queue (queue.lua), in the same call, rather
 -- than freed for whoever asks first. A call of an owner that does not hold
@@ -14,21 +15,55 @@
 -- count}, {FREED, 0}, {STALE, 0}) as release.lua, and
 -- KEYS[4] fencing counter   P{N}:token, for the next holder's token
 -- KEYS[5] queue             P{N}:queue
+-- ARGV[7] ignored           (release.lua's Client-leaves flag)
+-- ARGV[8] heir G            a waiter of F's Client, to hand the lock to at
+--                           0 if it is the queue's head, or absent
+-- ARGV[9] G's seq           a number reserved for the hand-over before the
+--                           request's first call: above G's calls before
+-- ARGV[10] G's lease in ms
+--
+-- A release to 0 that names G, when G is the live waiter longest in the
+-- queue, grants it the lock in the same call and tells nobody: G holds one
+-- level under a new token, its seq ARGV[9], the lease ARGV[10], and leaves
+-- the queue, and the reply carries the token, which F's Client hands to G
+-- (rlock/handoff.go). The queue's order is kept: G gets the lock only when
+-- it is next anyway. And only when no later call of G fenced ARGV[9]: G's
+-- Client gave the hand-over up for lost. A call that finds F holds nothing
+-- but G holds the lock under ARGV[9] is a resend of one that handed it
+-- over: it answers as that one.
 --
 -- {FREED, 0}: released: the key is gone, or handed to the next waiter.
-local hash, fences, queue, owner = KEYS[1], KEYS[3], KEYS[5], ARGV[1]
+-- {HANDED, token}: released and handed to G, which holds it under token.
+local hash, fences, queue, owner, heir = KEYS[1], KEYS[3], KEYS[5], ARGV[1], ARGV[8]
 local seq, superseded = tonumber(ARGV[2]), tonumber(ARGV[5])
 local seqField = owner .. '#seq'
 
--- handOn hands the free lock over to the waiter longest in the queue, if
--- one lives. A counter that is not one leaves it free: the next acquire
--- reports that.
-local function handOn()
-    local now = nowMs()
-    local first, after = head(queue, now)
-    if first then
-        handOver(hash, KEYS[4], queue, KEYS[2], ARGV[4], first, after, now)
+-- handToHeir hands the free lock to G in the reply, when G heads the
+-- queue (alive: its Client vouches for it, so its entry's own lease is not
+-- read) and no later call of G fenced the hand-over; nil otherwise.
+local function handToHeir()
+    local q = redis.pcall('hmget', queue, '#head', heir .. '#next', heir .. '#lease')
+    if q.err or q[1] ~= heir or fencedUpTo(fences, heir, tonumber(ARGV[9])) then
+        return nil
     end
+    local token = giveTo(hash, KEYS[4], queue, KEYS[2], ARGV[4], heir, q[2], ARGV[9], ARGV[10], q[3] == '0')
+    return token and {HANDED, token}
+end
+
+-- handOn hands the free lock over to the waiter longest in the queue, if
+-- one lives: to G in the reply when G is that waiter, else by a message.
+-- A counter that is not one leaves it free: the next acquire reports that.
+local function handOn()
+    local handed = heir and handToHeir()
+    if handed then
+        return handed
+    end
+    local now = nowMs()
+    local first, e = head(queue, now)
+    if first then
+        handOver(hash, KEYS[4], queue, KEYS[2], ARGV[4], first, e, now)
+    end
+    return {FREED, 0}
 end
 
 local held = redis.pcall('hmget', hash, owner, seqField)
@@ -41,6 +76,10 @@ if held.err or not held[1] then
         dequeue(queue, owner)
     end
     fence(fences, owner, superseded, ARGV[6])
+    if heir and not held.err and redis.call('hget', hash, heir .. '#seq') == ARGV[9] then
+        local token, err = currentToken(KEYS[4])
+        return token and {HANDED, token} or err
+    end
     if not held.err and redis.call('exists', hash) == 0 then
         handOn()
     end
@@ -51,5 +90,4 @@ if lowered then
     return lowered
 end
 redis.call('del', hash)
-handOn()
-return {FREED, 0}
+return handOn()

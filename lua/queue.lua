@@ -1,3 +1,4 @@
+--@include client.lua
 --@include token.lua
 -- queue: the helpers of a fair lock's scripts (fair_acquire.lua and
 -- fair_release.lua).
@@ -39,6 +40,17 @@ local function enqueue(queue, w)
     end
 end
 
+-- popHead takes waiter w, the head of queue, out of it, nxt being the
+-- waiter after it (false: none, and w is the only one, so the queue goes).
+local function popHead(queue, w, nxt)
+    if not nxt then
+        redis.call('del', queue)
+        return
+    end
+    redis.call('hset', queue, '#head', nxt)
+    redis.call('hdel', queue, w, w .. '#exp', w .. '#seq', w .. '#lease', w .. '#next', nxt .. '#prev')
+end
+
 -- dequeue takes waiter w out of queue, joining its neighbours.
 local function dequeue(queue, w)
     local n = redis.call('hmget', queue, w, w .. '#prev', w .. '#next')
@@ -46,20 +58,25 @@ local function dequeue(queue, w)
         return
     end
     local prev, nxt = n[2], n[3]
-    link(queue, prev and prev .. '#next' or '#head', nxt)
+    if not prev then
+        popHead(queue, w, nxt)
+        return
+    end
+    link(queue, prev .. '#next', nxt)
     link(queue, nxt and nxt .. '#prev' or '#last', prev)
     redis.call('hdel', queue, w, w .. '#exp', w .. '#seq', w .. '#lease', w .. '#prev', w .. '#next')
 end
 
--- head returns the live waiter longest in queue and the one after it,
--- after dropping the waiters ahead whose own lease ended by now; nil when
--- nobody lives in it (or queue is not a hash).
+-- head returns the live waiter longest in queue and its entry {W#exp,
+-- W#next, W#seq, W#lease} (W#next false for none), after dropping the
+-- waiters ahead whose own lease ended by now; nil when nobody lives in it
+-- (or queue is not a hash).
 local function head(queue, now)
     local w = redis.pcall('hget', queue, '#head')
     while type(w) == 'string' do
-        local e = redis.call('hmget', queue, w .. '#exp', w .. '#next')
+        local e = redis.call('hmget', queue, w .. '#exp', w .. '#next', w .. '#seq', w .. '#lease')
         if tonumber(e[1] or '0') > now then
-            return w, e[2] or nil
+            return w, e
         end
         dequeue(queue, w)
         w = e[2]
@@ -67,31 +84,45 @@ local function head(queue, now)
     return nil
 end
 
--- handOver makes waiter w of queue the owner of the free lock hash: count
--- 1, the next fencing token of counter, the lease its entry asks for;
--- takes w out of queue; and tells it with a message addressed to it on
--- channel (pub: 'publish' or 'spublish'): '@<w> <seq> <token>', seq being
--- that of w's call that queued it last, which is now w's seq on the lock.
--- The waiter after it, when there is one, is told '@<after> next <lease
--- ms>': if w died, the lock expires then, and that waiter must ask for it.
--- It returns an error reply when counter is not a counter, having written
--- nothing.
-local function handOver(hash, counter, queue, channel, pub, w, after, now)
+-- giveTo makes waiter w, the head of queue, the owner of the free lock
+-- hash: count 1, the next fencing token of counter, w's seq on the lock
+-- wseq, the lease ms (renewed: by the watchdog); and takes w out of
+-- queue. The waiter after it (after, w's #next), if any, is told
+-- '@<after> next <ms>' on channel (pub: 'publish' or 'spublish'): if w
+-- died, or its fixed lease runs out, the lock expires then, and that
+-- waiter must ask for it. Not when it is of w's Client and the lease is
+-- renewed: such a lease ends only when w's process dies, and the waiter
+-- with it. It returns the token, or nil and an error reply when counter
+-- is not a counter, having written nothing.
+local function giveTo(hash, counter, queue, channel, pub, w, after, wseq, ms, renewed)
     local token, err = nextToken(counter)
+    if not token then
+        return nil, err
+    end
+    redis.call('hset', hash, w, 1, w .. '#seq', wseq)
+    redis.call('pexpire', hash, ms)
+    popHead(queue, w, after)
+    if after and not (renewed and clientOf(after) == clientOf(w)) then
+        redis.call(pub, channel, '@' .. after .. ' next ' .. ms)
+    end
+    return token
+end
+
+-- handOver grants the free lock hash to waiter w, the head of queue whose
+-- entry head read as e, with the lease the entry asks for, and tells it
+-- with a message addressed to it on channel: '@<w> <seq> <token>', seq
+-- being that of w's call that queued it last, which is now w's seq on the
+-- lock. It returns an error reply when counter is not a counter, having
+-- written nothing.
+local function handOver(hash, counter, queue, channel, pub, w, e, now)
+    local wseq, lease, renewed = e[3], e[4], e[4] == '0'
+    if renewed then
+        lease = tonumber(e[1]) - now
+    end
+    local token, err = giveTo(hash, counter, queue, channel, pub, w, e[2], wseq, lease, renewed)
     if not token then
         return err
     end
-    local e = redis.call('hmget', queue, w .. '#seq', w .. '#lease', w .. '#exp')
-    local wseq, lease = e[1], e[2]
-    if lease == '0' then
-        lease = tonumber(e[3]) - now
-    end
-    redis.call('hset', hash, w, 1, w .. '#seq', wseq)
-    redis.call('pexpire', hash, lease)
-    dequeue(queue, w)
     redis.call(pub, channel, '@' .. w .. ' ' .. wseq .. ' ' .. string.format('%d', token))
-    if after then
-        redis.call(pub, channel, '@' .. after .. ' next ' .. lease)
-    end
     return nil
 end

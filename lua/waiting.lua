@@ -1,3 +1,4 @@
+--@include client.lua
 -- waiting: a Mutex's waiting Clients (acquire.lua and release.lua), so
 -- that a release wakes one waiter in the whole deployment rather than one
 -- in every Client subscribed to the lock's channel.
@@ -17,11 +18,6 @@
 -- its refusal puts it back where it was, ahead of the Clients that came
 -- after it, rather than last. The key expires a watchdog lease after the
 -- holder's lease at the latest refusal.
-
--- clientOf is the Client id of owner field f (<clientID>:<ownerToken>).
-local function clientOf(f)
-    return string.match(f, '^[^:]*')
-end
 
 -- woken is what a woken Client's mark adds to its score: a mark (member
 -- '!' .. C) sorts after every Client still to be woken, and keeps the

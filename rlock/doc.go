@@ -204,8 +204,10 @@
 // it in the order their first waiting acquire reached Redis, across
 // processes and Clients. The waiters queue in Redis beside the lock; the
 // Unlock that frees it hands it, in the same script, to the longest
-// waiting live waiter and publishes a message addressed to that waiter,
-// whose Lock then returns without asking Redis again. A queued waiter's
+// waiting live waiter. When that waiter is one of the releasing Client's,
+// the Unlock's reply carries the grant to it, and nothing is published;
+// otherwise the script publishes a message addressed to that waiter. The
+// waiter's Lock then returns without asking Redis again. A queued waiter's
 // entry has a lease of its own that the watchdog renews with the holds, so
 // a waiter whose process died drops out within one lease; one handed the
 // lock after it died holds it for what was left of that lease. A waiter
@@ -407,8 +409,9 @@
 // count), hold.go (a hold's life, its lock contexts, its deadline and its events), wait.go
 // (waiting on the unlock channel), hooks.go (the Hooks API and the traces
 // of calls), errors.go (the sentinels and every cause a hold ends with).
-// The primitives: mutex.go with park.go (a Mutex's waiters park in their
-// Client's lot) and handoff.go (a release hands the lock to one of them),
+// The primitives: mutex.go with park.go (a Mutex's and a FairMutex's
+// waiters park in their Client's lot) and handoff.go (a release hands the
+// lock to one of them),
 // group.go, rwmutex.go, rwmutex_state.go,
 // fairmutex.go with fairqueue.go, semaphore.go with permit.go, latch.go,
 // multilock.go with multihold.go; inspect.go reads a lock for operators,
@@ -436,13 +439,14 @@
 // contended and skips it), a Mutex's acquire goes on in park.go
 // (waitParked: pubsub.Subscriber.SubscribeAs, then attempt and sleep
 // parked in the Client's lot, where a release of the same Client may hand
-// it the lock: handoff.go), FairMutex's in fairqueue.go (waitInQueue), and
+// it the lock: handoff.go), FairMutex's in fairqueue.go (waitInQueue,
+// parked in the lot too, in the order of the queue in Redis), and
 // the other kinds' in wait.go (waitOnChannel: attempt again on each
 // wake-up).
 //
 // How an Unlock travels (release.go is its spine):
 //
-//	mutex.go     Mutex.Unlock → lock.unlockHandingOver
+//	mutex.go     Mutex.Unlock → lock.unlockHandingOver (and FairMutex.Unlock)
 //	handoff.go   handOverLevel (traceRelease in hooks.go)
 //	release.go   unlockTurn: turn.go Client.take (and Client.give after)
 //	handoff.go   heir: park.go parkingLot.claim (nobody waits: nil)

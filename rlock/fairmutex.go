@@ -13,11 +13,13 @@ import (
 // waiting acquire reached Redis. Get one from Client.FairMutex.
 //
 // Waiters queue in Redis, beside the lock. The release that frees the lock
-// hands it, in the same script, to the waiter longest in the queue, and
-// tells that waiter by a message addressed to it: the waiter's Lock
-// returns without asking Redis again, so a handoff takes about one pub/sub
-// delivery. A re-entry by the holder never queues; TryLock with wait 0
-// never queues and takes a free lock only when nobody waits for it.
+// hands it, in the same script, to the waiter longest in the queue: in
+// the release's reply when that waiter is one of the releasing Client's
+// (as a Mutex's Unlock hands over, handoff.go), else by a message
+// addressed to it. Either way the waiter's Lock returns without asking
+// Redis again, so a handoff takes about one round trip. A re-entry by the
+// holder never queues; TryLock with wait 0 never queues and takes a free
+// lock only when nobody waits for it.
 //
 // A queued waiter's entry has a lease of its own, which the watchdog
 // renews with the holds: a waiter whose process died drops out of the
@@ -96,8 +98,9 @@ func (f *FairMutex) TryLock(ctx context.Context, wait, lease time.Duration) (con
 }
 
 // Unlock is Mutex.Unlock; the last level hands the lock to the waiter
-// longest in the queue.
-func (f *FairMutex) Unlock(ctx context.Context) error { return f.engine().unlock(ctx) }
+// longest in the queue: in its reply, when that waiter is one of this
+// Client's (handoff.go), else by a message addressed to it.
+func (f *FairMutex) Unlock(ctx context.Context) error { return f.engine().unlockHandingOver(ctx) }
 
 // ForceUnlock is Mutex.ForceUnlock. The queue stays: the waiters it wakes
 // hand the lock to the one longest in it.

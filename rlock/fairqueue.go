@@ -16,20 +16,21 @@ import (
 // waitInQueue is FairMutex's wait: the waiter subscribes under
 // its own field, so that a message addressed to it wakes it and nobody
 // else, and then asks in turn, which queues it in Redis. From then on it
-// sleeps until the lock is handed over to it (adopt), its wait ends, a
-// resubscription or ForceUnlock wakes it, or the holder's lease would run
-// out, and then asks again. When the waiter just ahead of it is handed the
-// lock, it is told that lease (pubsub.Deadline), without being woken, and
-// asks again when it would run out at the latest. A wait
-// that ends without the lock leaves the queue, handing on a lock it was
-// handed meanwhile.
+// sleeps, parked in its Client's lot, until the lock is handed over to it
+// (by a release of this Client that found it at the queue's head,
+// handoff.go, or by a message: adopt), its wait ends, a resubscription or
+// ForceUnlock wakes it, or the holder's lease would run out, and then asks
+// again. When the waiter just ahead of it is handed the lock, it is told
+// that lease (pubsub.Deadline), without being woken, and asks again when
+// it would run out at the latest. A wait that ends without the lock
+// leaves the queue, handing on a lock it was handed meanwhile.
 func (l *lock) waitInQueue(ctx context.Context, o *owner, wait, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
 	id := l.holdID(o)
 	w, deadline, err := l.subscribe(ctx, wait, id.field)
 	if w == nil {
 		return ctx, grant{}, err
 	}
-	q := &place{l: l, id: id, floor: l.c.seq.Load()}
+	q := &place{l: l, id: id, floor: l.c.seq.Load(), p: parked{o: o, lease: lease, w: w}}
 	lctx, g, err := q.wait(ctx, w, deadline, lease, t)
 	if !g.acquired && q.asked {
 		l.withdraw(ctx, o)
@@ -53,13 +54,18 @@ type place struct {
 	// taken) an earlier one. Used by the waiter's goroutine only.
 	floor uint64
 	asked bool // an ask was sent: the waiter may be queued
+	// p parks the waiter in its Client's lot between asks, where a
+	// release of this Client may claim it as heir.
+	p parked
 
 	mu      sync.Mutex
 	anchor  time.Time
 	watched *watchdog.Entry // renews the entry; nil before the first ask and after a loss
 }
 
-// wait is waitInQueue's loop; deadline (zero: none) ends it without the lock.
+// wait is waitInQueue's loop; deadline (zero: none) ends it without the
+// lock. A waiter whose wait ran out still leaves the lot, and takes a lock
+// a release of this Client handed it meanwhile.
 func (q *place) wait(ctx context.Context, w *pubsub.Waiter, deadline time.Time, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
 	for {
 		if note, noted := w.Note(); noted {
@@ -78,12 +84,20 @@ func (q *place) wait(ctx context.Context, w *pubsub.Waiter, deadline time.Time, 
 		if err := q.queued(sent); err != nil {
 			return ctx, grant{}, err
 		}
+		if q.p.rank == 0 {
+			q.p.rank = q.floor + 1 // its first ask that queued it: Redis keeps its place
+		}
+		q.l.c.lot.park(q.l.keys.Hash(), &q.p)
 		pause, ok := capPause(deadline, nextCheck(g.pttl, q.l.c.cfg.lease))
+		err = sleep(ctx, w, pause)
+		if lctx, g, herr := q.l.wokeParked(ctx, &q.p); g.acquired || herr != nil {
+			return lctx, g, herr
+		}
+		if err != nil {
+			return ctx, grant{}, err
+		}
 		if !ok {
 			return ctx, grant{}, nil
-		}
-		if err := sleep(ctx, w, pause); err != nil {
-			return ctx, grant{}, err
 		}
 		t.wakeups++
 	}

@@ -22,14 +22,19 @@ import (
 // call that handed over, and when the release's outcome stays unknown the
 // heir's turn keeps that number as unsettled, which its next call fences.
 //
-// The script hands over only while no other Client is recorded as waiting
-// (lua/waiting.lua): once another Client's waiter is refused, the next
-// release frees the lock and wakes that Client, so the Client passing the
-// lock around yields to it at its next release.
+// A Mutex's script hands over only while no other Client is recorded as
+// waiting (lua/waiting.lua): once another Client's waiter is refused, the
+// next release frees the lock and wakes that Client, so the Client passing
+// the lock around yields to it at its next release. A FairMutex's
+// (lua/fair_release.lua) hands over only to the waiter at the head of the
+// queue in Redis, so its order across Clients is kept; its waiters park in
+// the queue's order (fairqueue.go), so the one claimed is the head as a
+// rule, and when it is not, the head is handed the lock by a message.
 
-// unlockHandingOver is unlock for a Mutex (Mutex.Unlock): a release that
-// leaves no level names as heir the waiter of this Client parked longest
-// on the lock (heir).
+// unlockHandingOver is unlock for a Mutex and a FairMutex (their Unlock):
+// a release that leaves no level names as heir the waiter of this Client
+// parked longest on the lock (heir). Their release scripts take the heir
+// as ARGV[8..10] and answer Handed when they hand the lock to it.
 func (l *lock) unlockHandingOver(ctx context.Context) error {
 	if err := l.check(ctx); err != nil {
 		return l.wrap(err)
@@ -102,5 +107,5 @@ func (l *lock) bequeath(ctx context.Context, heir *parked, t *turn, heirSeq uint
 	}
 	// The heir wakes to bind its grant, or to ask: when the outcome is
 	// unknown, or when Redis has no record of it.
-	l.c.lot.settle(l.c, heir, t, got, got || err != nil || heir.behind)
+	l.c.lot.settle(l.c, l.keys.Hash(), heir, t, got, got || err != nil || heir.behind)
 }

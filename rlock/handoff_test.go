@@ -16,11 +16,19 @@ import (
 	"github.com/rlock/rlock/rlock/hooktest"
 )
 
-// hotLoop has n goroutines of c take and release the Mutex called name
-// until stop is done, each hold lasting hold, and checks every hold: no
-// two overlap, and fencing tokens rise with every hold. It returns each
-// goroutine's holds once they have all stopped.
-func hotLoop(t *testing.T, c *rlock.Client, name string, n int, hold time.Duration, stop context.Context) func() []int {
+// hotLock is the part of a Mutex or FairMutex that hotLoop calls.
+type hotLock interface {
+	Lock(ctx context.Context) (context.Context, error)
+	Unlock(ctx context.Context) error
+	FencingToken(ctx context.Context) (int64, bool)
+	IsLocked(ctx context.Context) (bool, error)
+}
+
+// hotLoop has n goroutines take and release m until stop is done, each
+// hold lasting hold, and checks every hold: no two overlap, and fencing
+// tokens rise with every hold. It returns each goroutine's holds once
+// they have all stopped.
+func hotLoop(t *testing.T, m hotLock, n int, hold time.Duration, stop context.Context) func() []int {
 	var (
 		wg     sync.WaitGroup
 		inside atomic.Int32
@@ -28,7 +36,6 @@ func hotLoop(t *testing.T, c *rlock.Client, name string, n int, hold time.Durati
 		last   int64
 		taken  = make([]int, n)
 	)
-	m := c.Mutex(name)
 	for i := range n {
 		wg.Go(func() {
 			for stop.Err() == nil {
@@ -60,22 +67,37 @@ func hotLoop(t *testing.T, c *rlock.Client, name string, n int, hold time.Durati
 // TestHandOverHotLock: sixteen goroutines of one Client on one lock pass
 // it among themselves, one holder at a time, in rising tokens, each
 // getting its share: a release hands the lock to the waiter parked
-// longest.
+// longest (a FairMutex's: to the head of its queue, which leaves nobody
+// queued once they stop).
 func TestHandOverHotLock(t *testing.T) {
-	c := sharedClient(t)
-	stop, cancel := context.WithTimeout(t.Context(), 2*time.Second)
-	defer cancel()
-	taken := hotLoop(t, c, redistest.LockName(t), 16, 0, stop)()
-	total := 0
-	for _, n := range taken {
-		total += n
+	for _, k := range []struct {
+		name  string
+		open  func(c *rlock.Client, name string) hotLock
+		share float64 // the least min/max of holds per goroutine
+	}{
+		{"Mutex", func(c *rlock.Client, name string) hotLock { return c.Mutex(name) }, 0.5},
+		{"FairMutex", func(c *rlock.Client, name string) hotLock { return c.FairMutex(name) }, 0.8},
+	} {
+		t.Run(k.name, func(t *testing.T) {
+			m := k.open(sharedClient(t), redistest.LockName(t))
+			stop, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+			defer cancel()
+			taken := hotLoop(t, m, 16, 0, stop)()
+			total := 0
+			for _, n := range taken {
+				total += n
+			}
+			t.Logf("holds per goroutine: %v", taken)
+			require.Greater(t, total, 100, "holds in two seconds: %v", taken)
+			assert.GreaterOrEqual(t, float64(slices.Min(taken))/float64(slices.Max(taken)), k.share, "every goroutine gets a share: %v", taken)
+			locked, err := m.IsLocked(t.Context())
+			require.NoError(t, err)
+			assert.False(t, locked, "the last Unlock freed the lock")
+			if k.name == "FairMutex" {
+				waitQueued(t, redistest.Shared(t).Client(t), redistest.LockName(t), 0)
+			}
+		})
 	}
-	t.Logf("holds per goroutine: %v", taken)
-	require.Greater(t, total, 100, "holds in two seconds: %v", taken)
-	assert.GreaterOrEqual(t, float64(slices.Min(taken))/float64(slices.Max(taken)), 0.5, "every goroutine gets a share: %v", taken)
-	locked, err := c.Mutex(redistest.LockName(t)).IsLocked(t.Context())
-	require.NoError(t, err)
-	assert.False(t, locked, "the last Unlock freed the lock")
 }
 
 // TestHandOverYieldsToOtherClient: while eight goroutines of one Client
@@ -86,7 +108,7 @@ func TestHandOverHotLock(t *testing.T) {
 func TestHandOverYieldsToOtherClient(t *testing.T) {
 	name := redistest.LockName(t)
 	stop, cancel := context.WithCancel(t.Context())
-	wait := hotLoop(t, sharedClient(t), name, 8, time.Millisecond, stop)
+	wait := hotLoop(t, sharedClient(t).Mutex(name), 8, time.Millisecond, stop)
 	other := newRlock(t, redistest.Shared(t).Client(t)).Mutex(name)
 	for range 5 {
 		start := time.Now()

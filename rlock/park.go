@@ -100,6 +100,9 @@ func (l *lock) inherit(ctx context.Context, p *parked) (context.Context, grant, 
 	defer l.c.give(t)
 	l.c.lot.mu.Lock()
 	got := p.state == handed
+	if p.state == asleep { // not handed: settle left it in the lot
+		l.c.lot.remove(l.keys.Hash(), p)
+	}
 	p.state = awake
 	l.c.lot.mu.Unlock()
 	if !got || t.hold == nil {
@@ -121,6 +124,11 @@ type parked struct {
 	lease time.Duration
 	w     *pubsub.Waiter
 
+	// rank orders a FairMutex's waiters in the lot as its queue in Redis
+	// does (fairqueue.go): lower first; 0 for a Mutex's, which park in
+	// the order they park.
+	rank uint64
+
 	// Guarded by the lot's mu.
 	state  parkState
 	behind bool // it parked without asking Redis (parkBehind): nobody else wakes it
@@ -132,8 +140,8 @@ type parkState uint8
 const (
 	awake   parkState = iota // out of the lot, unclaimed
 	asleep                   // in the lot: a release may claim it
-	claimed                  // a release is handing it the lock
-	handed                   // the lock was handed to it: its turn holds the level
+	claimed                  // in the lot: a release is handing it the lock
+	handed                   // out of the lot: the lock was handed to it, its turn holds the level
 )
 
 // parkingLot is a Client's parked waiters and the holds they wait behind,
@@ -147,7 +155,7 @@ type parkingLot struct {
 
 // lotEntry is one lock's part of the lot.
 type lotEntry struct {
-	waiters []*parked // longest asleep first
+	waiters []*parked // longest asleep first (a FairMutex's: first in its queue first)
 	// held counts this Client's holds on the lock begun while the entry
 	// lived (holding): while one is live, a waiter may park without
 	// asking Redis (parkBehind), since the hold's release will claim it
@@ -204,10 +212,15 @@ func (lot *parkingLot) parkBehind(key string, p *parked) bool {
 	return true
 }
 
-// putAsleep appends p to e's waiters, asleep. The caller holds mu.
+// putAsleep puts p among e's waiters, asleep: after those of its rank or
+// lower. The caller holds mu.
 func (lot *parkingLot) putAsleep(e *lotEntry, p *parked) {
 	p.state = asleep
-	e.waiters = append(e.waiters, p)
+	i := len(e.waiters)
+	for i > 0 && e.waiters[i-1].rank > p.rank {
+		i--
+	}
+	e.waiters = slices.Insert(e.waiters, i, p)
 }
 
 // unpark takes p out of the lot (under key) when it wakes, and reports
@@ -267,8 +280,10 @@ func (lot *parkingLot) remove(key string, p *parked) {
 
 // claim returns the waiter parked longest on l whose turn is free and
 // clear (no level, nothing unsettled), claimed, and its turn, taken, which
-// the claimer gives back through settle; nil when there is none. (Only a
-// Mutex's waiters park, so a waiter's hold on l has l's id.)
+// the claimer gives back through settle; nil when there is none. It stays
+// in the lot until settled: a waiter that a release could not hand the
+// lock to may be claimed by the next. (A lot's key is one kind's, so a
+// waiter's hold on l has l's id.)
 func (lot *parkingLot) claim(l *lock) (*parked, *turn) {
 	if lot.live.Load() == 0 {
 		return nil, nil
@@ -281,6 +296,9 @@ func (lot *parkingLot) claim(l *lock) (*parked, *turn) {
 		return nil, nil
 	}
 	for _, p := range e.waiters {
+		if p.state != asleep {
+			continue
+		}
 		t := l.c.tryTake(l.holdID(p.o))
 		if t == nil {
 			continue
@@ -289,20 +307,21 @@ func (lot *parkingLot) claim(l *lock) (*parked, *turn) {
 			l.c.give(t)
 			continue
 		}
-		lot.remove(key, p)
 		p.state = claimed
 		return p, t
 	}
 	return nil, nil
 }
 
-// settle records the outcome of the release that named p as heir, handed
-// (got) or not, gives p's turn t back, and pokes p when poke is true: to
-// bind the lock it was handed, or to ask Redis.
-func (lot *parkingLot) settle(c *Client, p *parked, t *turn, got, poke bool) {
+// settle records the outcome of the release of the lock at key that named
+// p as heir, handed (got: p leaves the lot) or not (p sleeps on in it),
+// gives p's turn t back, and pokes p when poke is true: to bind the lock
+// it was handed, or to ask Redis.
+func (lot *parkingLot) settle(c *Client, key string, p *parked, t *turn, got, poke bool) {
 	lot.mu.Lock()
-	p.state = awake
+	p.state = asleep
 	if got {
+		lot.remove(key, p)
 		p.state = handed
 	}
 	lot.mu.Unlock()
