@@ -184,6 +184,8 @@
 // only while no other Client is recorded as waiting: once one is refused,
 // the next release frees the lock and wakes it. A waiter that arrives
 // while its Client holds the lock that way parks without asking Redis.
+// Once an owner takes the lock, its other goroutines parked on it are
+// woken to re-enter at once: no release would wake them while it holds.
 //
 // # RWMutex
 //
