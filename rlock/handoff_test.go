@@ -16,12 +16,24 @@ import (
 	"github.com/rlock/rlock/rlock/hooktest"
 )
 
-// hotLock is the part of a Mutex or FairMutex that hotLoop calls.
+// hotLock is the part of a Mutex or FairMutex that the hand-over tests
+// call.
 type hotLock interface {
 	Lock(ctx context.Context) (context.Context, error)
 	Unlock(ctx context.Context) error
 	FencingToken(ctx context.Context) (int64, bool)
 	IsLocked(ctx context.Context) (bool, error)
+	HoldCount(ctx context.Context) (int, error)
+}
+
+// hotLockKinds are the kinds whose Unlock hands over, as the tests open
+// them.
+var hotLockKinds = []struct {
+	name string
+	open func(c *rlock.Client, name string) hotLock
+}{
+	{"Mutex", func(c *rlock.Client, name string) hotLock { return c.Mutex(name) }},
+	{"FairMutex", func(c *rlock.Client, name string) hotLock { return c.FairMutex(name) }},
 }
 
 // hotLoop has n goroutines take and release m until stop is done, each
@@ -70,14 +82,9 @@ func hotLoop(t *testing.T, m hotLock, n int, hold time.Duration, stop context.Co
 // longest (a FairMutex's: to the head of its queue, which leaves nobody
 // queued once they stop).
 func TestHandOverHotLock(t *testing.T) {
-	for _, k := range []struct {
-		name  string
-		open  func(c *rlock.Client, name string) hotLock
-		share float64 // the least min/max of holds per goroutine
-	}{
-		{"Mutex", func(c *rlock.Client, name string) hotLock { return c.Mutex(name) }, 0.5},
-		{"FairMutex", func(c *rlock.Client, name string) hotLock { return c.FairMutex(name) }, 0.8},
-	} {
+	// The least min/max of holds per goroutine, by kind.
+	share := map[string]float64{"Mutex": 0.5, "FairMutex": 0.8}
+	for _, k := range hotLockKinds {
 		t.Run(k.name, func(t *testing.T) {
 			m := k.open(sharedClient(t), redistest.LockName(t))
 			stop, cancel := context.WithTimeout(t.Context(), 2*time.Second)
@@ -89,7 +96,7 @@ func TestHandOverHotLock(t *testing.T) {
 			}
 			t.Logf("holds per goroutine: %v", taken)
 			require.Greater(t, total, 100, "holds in two seconds: %v", taken)
-			assert.GreaterOrEqual(t, float64(slices.Min(taken))/float64(slices.Max(taken)), k.share, "every goroutine gets a share: %v", taken)
+			assert.GreaterOrEqual(t, float64(slices.Min(taken))/float64(slices.Max(taken)), share[k.name], "every goroutine gets a share: %v", taken)
 			locked, err := m.IsLocked(t.Context())
 			require.NoError(t, err)
 			assert.False(t, locked, "the last Unlock freed the lock")
@@ -125,24 +132,27 @@ func TestHandOverYieldsToOtherClient(t *testing.T) {
 	wait()
 }
 
-// TestHandOverSharedOwner: sixteen goroutines of one owner wait on a lock
-// that another owner holds, of their Client (whose Unlock hands the lock
-// to one of them) or of another (whose Unlock wakes one of them to take
-// it). Either way the other fifteen then re-enter at once, one level each,
-// rather than sleeping out the 30 s lease their timers were set for.
+// TestHandOverSharedOwner: sixteen goroutines of one owner wait on a
+// Mutex or FairMutex that another owner holds, of their Client (whose
+// Unlock hands the lock to one of them) or of another (whose Unlock wakes
+// one of them to take it). Either way the other fifteen then re-enter at
+// once, one level each, rather than sleeping out the 30 s lease their
+// timers were set for.
 func TestHandOverSharedOwner(t *testing.T) {
-	t.Run("SameClient", func(t *testing.T) { testSharedOwnerWaiters(t, true) })
-	t.Run("OtherClient", func(t *testing.T) { testSharedOwnerWaiters(t, false) })
+	for _, k := range hotLockKinds {
+		t.Run(k.name+"/SameClient", func(t *testing.T) { testSharedOwnerWaiters(t, k.open, true) })
+		t.Run(k.name+"/OtherClient", func(t *testing.T) { testSharedOwnerWaiters(t, k.open, false) })
+	}
 }
 
-func testSharedOwnerWaiters(t *testing.T, sameClient bool) {
+func testSharedOwnerWaiters(t *testing.T, open func(c *rlock.Client, name string) hotLock, sameClient bool) {
 	rec := &hooktest.Recorder{}
 	c := sharedClient(t, rlock.WithHooks(rec))
 	name := redistest.LockName(t)
-	m := c.Mutex(name)
+	m := open(c, name)
 	holder := m
 	if !sameClient {
-		holder = sharedClient(t).Mutex(name)
+		holder = open(sharedClient(t), name)
 	}
 	held, err := holder.Lock(t.Context())
 	require.NoError(t, err)

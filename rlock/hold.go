@@ -40,7 +40,7 @@ type hold struct {
 func newHold(l *lock, id holdID, token int64) *hold {
 	h := &hold{l: l, token: token, since: alarm.Now()}
 	h.entry = watchdog.Entry{Key: id.key, Field: id.field, Holder: h}
-	h.counted = l.c.lot.holding(id.key)
+	h.counted = l.c.lot.holding(l, id)
 	h.hookStart()
 	return h
 }

@@ -50,7 +50,7 @@ func (m *Mutex) acquire(ctx context.Context, wait, lease time.Duration) (context
 	if a.waits(l, wait) {
 		a.lctx, a.g, a.err = l.waitParked(a.octx, a.o, wait, lease, &a.trace)
 	}
-	return l.endParked(&a)
+	return l.end(&a)
 }
 
 // Name returns the lock's name.

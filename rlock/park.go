@@ -240,37 +240,6 @@ func (lot *parkingLot) unpark(key string, p *parked) bool {
 	return true
 }
 
-// endParked is end for a Mutex: once the acquire took the lock, the
-// waiters of its owner parked on it re-enter (wakeOwner). (A helper, so
-// that Mutex.acquire's frame, on a sleeping waiter's stack, stays small.)
-func (l *lock) endParked(a *acquisition) (context.Context, bool, error) {
-	lctx, ok, err := l.end(a)
-	if ok {
-		l.c.lot.wakeOwner(l.keys.Hash(), a.o)
-	}
-	return lctx, ok, err
-}
-
-// wakeOwner pokes the waiters of owner o parked on the lock at key, which
-// o has just taken: they re-enter at once, rather than sleep until a
-// release or their timer, since no release wakes them while o holds it.
-func (lot *parkingLot) wakeOwner(key string, o *owner) {
-	if lot.live.Load() == 0 {
-		return
-	}
-	lot.mu.Lock()
-	defer lot.mu.Unlock()
-	e := lot.entries[key]
-	if e == nil {
-		return
-	}
-	for _, p := range e.waiters {
-		if p.o == o {
-			p.w.Poke()
-		}
-	}
-}
-
 // remove takes p out of key's waiters. The caller holds mu.
 func (lot *parkingLot) remove(key string, p *parked) {
 	e := lot.entries[key]
@@ -331,20 +300,28 @@ func (lot *parkingLot) settle(c *Client, key string, p *parked, t *turn, got, po
 	}
 }
 
-// holding counts a hold of this Client on the lock at key that begins, if
-// the key has an entry, and reports whether it did: the hold must then
-// call unheld when it ends.
-func (lot *parkingLot) holding(key string) bool {
+// holding counts the hold of id on l that begins, if l's key has an
+// entry, and reports whether it did: the hold must then call unheld when
+// it ends. The waiters of the hold's owner parked on l are poked to
+// re-enter at once: no release wakes them while their owner holds the
+// lock. (A claimed one is woken by its settle.)
+func (lot *parkingLot) holding(l *lock, id holdID) bool {
 	if lot.live.Load() == 0 {
 		return false
 	}
 	lot.mu.Lock()
 	defer lot.mu.Unlock()
-	e := lot.entry(key, false)
-	if e != nil {
-		e.held++
+	e := lot.entry(id.key, false)
+	if e == nil {
+		return false
 	}
-	return e != nil
+	e.held++
+	for _, p := range e.waiters {
+		if p.state == asleep && l.c.isKindField(id.field, p.o, l.kind.suffix) {
+			p.w.Poke()
+		}
+	}
+	return true
 }
 
 // unheld counts the end of a hold that holding counted. When no counted
