@@ -57,6 +57,12 @@ type channel struct {
 	notes    map[*Waiter]string // the notes addressed to waiters (deliver) not yet taken
 	failures map[*Waiter]error  // why Subscribe fails, for the waiters failed and not yet told
 	current  *attempt           // the subscription attempt under way; nil between attempts and once stopped
+
+	// idle ends the subscription once the queue has stayed empty for the
+	// Subscriber's linger; lingering says it is set to. nil until the
+	// queue first empties with a linger.
+	idle      *time.Timer
+	lingering bool
 }
 
 // attempt is one Receive call: one subscription of the channel, which
@@ -75,6 +81,7 @@ func newChannel(s *Subscriber, name string) *channel {
 // current subscription is confirmed. The caller holds s.mu.
 func (c *channel) join(tag string) *Waiter {
 	w := newWaiter(c, tag)
+	c.lingering = false // the idle timer, if it fires, finds a waiter
 	if c.current != nil && c.current.confirmed {
 		w.subscribed = true // ready at once: no channel to wait on
 	} else {
@@ -85,9 +92,9 @@ func (c *channel) join(tag string) *Waiter {
 }
 
 // leave takes w out of the queue; handOn passes a wake-up to the next
-// waiter. When the queue is empty, the subscription attempt under way is
-// stopped, and run unsubscribes; leave reports whether it is. The caller
-// holds s.mu.
+// waiter. When the queue is empty, the subscription is left to linger
+// (the Subscriber's linger), and then ends: run unsubscribes; leave
+// reports whether the queue is empty. The caller holds s.mu.
 func (c *channel) leave(w *Waiter, handOn bool) bool {
 	if i := slices.Index(c.waiters, w); i >= 0 {
 		c.waiters = slices.Delete(c.waiters, i, i+1)
@@ -100,11 +107,39 @@ func (c *channel) leave(w *Waiter, handOn bool) bool {
 	if len(c.waiters) > 0 {
 		return false
 	}
+	if c.current == nil || c.s.linger <= 0 {
+		c.stopIdle()
+		return true
+	}
+	c.lingering = true
+	if c.idle == nil {
+		c.idle = time.AfterFunc(c.s.linger, c.expire)
+	} else {
+		c.idle.Reset(c.s.linger)
+	}
+	return true
+}
+
+// expire ends a lingering subscription whose queue is still empty.
+func (c *channel) expire() {
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	if c.lingering && len(c.waiters) == 0 {
+		c.stopIdle()
+	}
+}
+
+// stopIdle stops the subscription attempt under way, which has no waiter
+// left, and its idle timer: run unsubscribes. The caller holds s.mu.
+func (c *channel) stopIdle() {
+	c.lingering = false
+	if c.idle != nil {
+		c.idle.Stop()
+	}
 	if c.current != nil {
 		c.current.stop()
 		c.current = nil
 	}
-	return true
 }
 
 // wakeOne wakes the longest-waiting ready waiter that has no wake-up
@@ -191,6 +226,7 @@ func (c *channel) dismiss() {
 		w.dismiss()
 	}
 	c.waiters, c.notes = nil, nil
+	c.stopIdle()
 }
 
 // run owns the channel's subscription. While the channel has waiters it

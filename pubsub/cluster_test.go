@@ -22,7 +22,7 @@ func TestCluster(t *testing.T) {
 	awaitRueidisRefresh(t)
 	cl := redistest.NewCluster(t, redistest.ClusterConfig{})
 	e := &env{sharded: true, rc: cl.Client(t), admin: cl.Client(t)}
-	e.subs = New(e.rc, true, slog.New(slog.NewTextHandler(t.Output(), nil)), "")
+	e.subs = New(e.rc, true, 0, slog.New(slog.NewTextHandler(t.Output(), nil)), "")
 	t.Cleanup(func() { require.NoError(t, e.subs.Close()) })
 
 	// One channel on each master.

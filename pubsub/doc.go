@@ -7,7 +7,7 @@
 // first is what makes an unlock between the try and the sleep impossible to
 // miss:
 //
-//	subs := pubsub.New(rc, rc.Mode() == rueidis.ClientModeCluster, nil, "")
+//	subs := pubsub.New(rc, rc.Mode() == rueidis.ClientModeCluster, 0, nil, "")
 //	defer subs.Close()
 //
 //	w, err := subs.Subscribe(ctx, "locks:{job}:unlock")

@@ -57,7 +57,7 @@ func forEachMode(t *testing.T, fresh bool, test func(t *testing.T, e *env)) {
 // newEnv returns a Subscriber on rc, a client of node, closed when t ends.
 func newEnv(t *testing.T, node *redistest.Node, sharded bool, rc rueidis.Client) *env {
 	e := &env{sharded: sharded, node: node, rc: rc, admin: node.Client(t)}
-	e.subs = New(e.rc, sharded, slog.New(slog.NewTextHandler(t.Output(), nil)), envID)
+	e.subs = New(e.rc, sharded, 0, slog.New(slog.NewTextHandler(t.Output(), nil)), envID)
 	t.Cleanup(func() { require.NoError(t, e.subs.Close()) })
 	return e
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -21,11 +22,13 @@ var ErrClosed = errors.New("pubsub: closed")
 //
 // Each subscribed channel has one goroutine, which owns the channel's
 // subscription: it subscribes, resubscribes after a loss, and unsubscribes
-// once the channel's last waiter has left. Close stops them all.
+// once the channel's last waiter has left and the linger has passed.
+// Close stops them all.
 type Subscriber struct {
 	rc      rueidis.Client
 	id      string // the tag of messages addressed to this Subscriber (Addressed)
 	sharded bool
+	linger  time.Duration // how long a channel stays subscribed with no waiter
 	logger  *slog.Logger
 	ctx     context.Context    // parent of every subscription; done once Close begins
 	cancel  context.CancelFunc // ends ctx
@@ -46,9 +49,12 @@ type Subscriber struct {
 // that the subscription sits on the node owning the channel's slot, where
 // SPUBLISH delivers; otherwise it uses SUBSCRIBE. A nil logger discards.
 // id names the Subscriber in messages addressed to it ("@<id>", see
-// Addressed); it holds no space, and "" is no name. rc stays the caller's:
-// Close does not close it.
-func New(rc rueidis.Client, sharded bool, logger *slog.Logger, id string) *Subscriber {
+// Addressed); it holds no space, and "" is no name. A channel whose last
+// waiter left stays subscribed for linger (0: none), so that a waiter that
+// comes back within it finds the subscription made: a channel waited on
+// once is likely to be waited on again, and each SUBSCRIBE and UNSUBSCRIBE
+// is a command. rc stays the caller's: Close does not close it.
+func New(rc rueidis.Client, sharded bool, linger time.Duration, logger *slog.Logger, id string) *Subscriber {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -57,6 +63,7 @@ func New(rc rueidis.Client, sharded bool, logger *slog.Logger, id string) *Subsc
 		rc:       rc,
 		id:       id,
 		sharded:  sharded,
+		linger:   linger,
 		logger:   logger,
 		ctx:      ctx,
 		cancel:   cancel,
@@ -132,12 +139,14 @@ func (s *Subscriber) Active() bool {
 	return s.live.Load() > 0
 }
 
-// Waiting reports whether waiters of this Subscriber wait on channel.
+// Waiting reports whether waiters of this Subscriber wait on channel, or
+// did within the linger: a waiter that joins now finds its subscription
+// made or under way.
 func (s *Subscriber) Waiting(channel string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.channels[channel]
-	return c != nil && len(c.waiters) > 0
+	return c != nil && (len(c.waiters) > 0 || c.lingering)
 }
 
 // Channels returns how many channels are subscribed, or being subscribed or

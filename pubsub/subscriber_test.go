@@ -236,7 +236,7 @@ func TestRefusedSubscription(t *testing.T) {
 		rc, err := rueidis.NewClient(opt)
 		require.NoError(t, err)
 		t.Cleanup(rc.Close)
-		subs := New(rc, e.sharded, nil, "")
+		subs := New(rc, e.sharded, 0, nil, "")
 		t.Cleanup(func() { require.NoError(t, subs.Close()) })
 
 		ctx, cancel := context.WithTimeout(t.Context(), wakeWithin)

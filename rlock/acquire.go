@@ -73,18 +73,22 @@ func (l *lock) begin(a *acquisition, ctx context.Context, wait, lease time.Durat
 }
 
 // contended reports whether this Client knows l is contended: waiters of
-// this Client wait on it.
+// this Client wait on it, or did within the linger.
 func (l *lock) contended() bool {
 	return l.c.subs.Active() && l.c.subs.Waiting(l.keys.Value().Channel)
 }
 
 // waits reports whether the acquire goes on to wait: its attempt found the
-// lock held, and wait allows more.
+// lock held, or it made none (a contended lock), and wait allows more. A
+// refused attempt begins the wait for the hooks; without one, the wait's
+// first refusal does (acquireTrace.attempt).
 func (a *acquisition) waits(l *lock, wait time.Duration) bool {
 	if a.err != nil || a.g.acquired || wait == 0 {
 		return false
 	}
-	a.trace.waiting(l)
+	if a.trace.attempts > 0 {
+		a.trace.waiting(l)
+	}
 	return true
 }
 

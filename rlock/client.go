@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/redis/rueidis"
@@ -38,6 +39,13 @@ type Client struct {
 	bg     sync.WaitGroup // background work, which Close waits for
 }
 
+// linger is how long a Client stays subscribed to a lock's channel after
+// its last waiter there left. An owner that waited once is likely to wait
+// again (a worker that takes a contended lock in a loop): within the
+// linger its next Lock asks Redis once, as a waiter, with no SUBSCRIBE,
+// refused first attempt or UNSUBSCRIBE around it.
+const linger = time.Second
+
 // New returns a Client that locks through rc. rc stays the caller's: Close
 // does not close it.
 func New(rc rueidis.Client, opts ...Option) (*Client, error) {
@@ -65,7 +73,7 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 		id:      id,
 		publish: "publish",
 		dog:     dog,
-		subs:    pubsub.New(rc, cluster, cfg.logger, id), // a release addresses a waiting Client by its id (lua/waiting.lua)
+		subs:    pubsub.New(rc, cluster, linger, cfg.logger, id), // a release addresses a waiting Client by its id (lua/waiting.lua)
 		closed:  make(chan struct{}),
 	}
 	c.turns.init()

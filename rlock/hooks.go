@@ -227,6 +227,17 @@ func (l *lock) traceAcquire(ctx context.Context) acquireTrace {
 	return acquireTrace{callTrace: startTrace(hk.AcquireStart(ctx, l.ref()))}
 }
 
+// attempt counts an attempt made while the call waits; the first one
+// refused begins the wait, when no attempt before the wait did: a call on
+// a lock its Client knows is contended waits first and asks then, and
+// one whose ask is granted at once did not wait.
+func (t *acquireTrace) attempt(l *lock, g grant, err error) {
+	t.attempts++
+	if err == nil && !g.acquired && t.waitStart == 0 {
+		t.waiting(l)
+	}
+}
+
 // waiting reports that the call begins to wait for l.
 func (t *acquireTrace) waiting(l *lock) {
 	if t.start == 0 {
