@@ -37,8 +37,9 @@
 // counted by them, with one goroutine per subscribed channel. The first
 // waiter of a channel subscribes (SUBSCRIBE, or SSUBSCRIBE on a Redis
 // Cluster, so that the subscription lives on the node that owns the
-// channel's slot, where SPUBLISH delivers); the last one to leave
-// unsubscribes.
+// channel's slot, where SPUBLISH delivers); once the last one has left,
+// the subscription lingers for the time New was given, so that a waiter
+// that comes back within it is ready at once, and then ends.
 //
 // Wake-ups:
 //

@@ -1,9 +1,11 @@
 package pubsub
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlock/rlock/internal/redistest"
@@ -49,5 +51,42 @@ func TestLingerKeepsSubscription(t *testing.T) {
 		require.NoError(t, e.subs.Close())
 		require.Zero(t, e.subs.Channels())
 		require.Zero(t, e.numsub(t, other), "Close ended the lingering subscription before it returned")
+	})
+}
+
+// TestLingerSurvivesConnectionLoss: a lingering subscription whose
+// connection is killed is made again or given up, and either way a waiter
+// that comes back afterwards is woken by what is published once its
+// Subscribe returned; nothing outlives the linger. Both with rueidis
+// resubscribing inside Receive and with Receive returning.
+func TestLingerSurvivesConnectionLoss(t *testing.T) {
+	const linger = 300 * time.Millisecond
+	forEachMode(t, true, func(t *testing.T, e *env) {
+		for _, retry := range []bool{true, false} {
+			t.Run(fmt.Sprintf("retry=%v", retry), func(t *testing.T) {
+				opt := redistest.ClientOption(e.node.Addr())
+				opt.DisableRetry = !retry
+				rc, err := rueidis.NewClient(opt)
+				require.NoError(t, err)
+				t.Cleanup(rc.Close)
+				le := newEnv(t, e.node, e.sharded, rc)
+				le.subs = New(rc, e.sharded, linger, nil, envID)
+				t.Cleanup(func() { require.NoError(t, le.subs.Close()) })
+				ch := channelName(t, "unlock")
+
+				le.subscribe(t, ch).Done(true)
+				ids := le.subscribedClients(t)
+				require.Len(t, ids, 1, "the subscription lingers on one connection")
+				require.NoError(t, le.admin.Do(t.Context(), le.admin.B().ClientKill().Id(ids[0]).Build()).Error())
+
+				w := le.subscribe(t, ch)
+				require.Eventually(t, func() bool { return le.numsub(t, ch) == 1 }, wakeWithin, 5*time.Millisecond,
+					"the waiter that came back is subscribed")
+				require.EqualValues(t, 1, le.publish(t, ch))
+				requireWoken(t, w, "the waiter that came back is woken")
+				w.Done(true)
+				le.requireGone(t, ch)
+			})
+		}
 	})
 }
