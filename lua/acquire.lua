@@ -53,15 +53,16 @@ local seq, superseded = tonumber(ARGV[2]), tonumber(ARGV[5])
 local seqField = owner .. '#seq'
 
 -- Fast path: no lock, no fences and no waiting Client at all. EXISTS
--- counts a key once per time it is named: found is hash + fences +
--- 3 * record, so 3 means the record alone.
-local found = redis.call('exists', hash, fences, KEYS[4], KEYS[4], KEYS[4])
+-- counts a key once per time it is named: found is hash + 2 * fences +
+-- 4 * record, so 4 means the record alone, and found % 4 >= 2 that the
+-- fences exist.
+local found = redis.call('exists', hash, fences, fences, KEYS[4], KEYS[4], KEYS[4], KEYS[4])
 if found == 0 then
     return take(ARGV[7] == '1')
 end
 -- A free lock, no fences, and Clients waiting: the lock is marked, so that
 -- its release wakes one of them; a waiter's Client leaves the record.
-if found == 3 then
+if found == 4 then
     if ARGV[7] == '1' then
         forgetWaiting(KEYS[4], owner)
     end
@@ -69,7 +70,10 @@ if found == 3 then
 end
 
 local held = redis.pcall('hmget', hash, owner, seqField, 'waiters')
-local f = redis.pcall('hget', fences, owner)
+local f = false -- no fences: the owner's entry is absent
+if found % 4 >= 2 then
+    f = redis.pcall('hget', fences, owner)
+end
 if held.err or type(f) == 'table' then
     return redis.error_reply('WRONGTYPE lock key ' .. hash .. ' or ' .. fences .. ' is not a hash')
 end

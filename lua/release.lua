@@ -60,15 +60,18 @@
 local hash, fences, owner, heir = KEYS[1], KEYS[3], ARGV[1], ARGV[8]
 
 -- handOver gives the lock, deleted, to G (see above) and answers HANDED;
--- nil when a counter that is not one has no token for it.
-local function handOver()
+-- nil when a counter that is not one has no token for it. recorded says
+-- the waiting Clients hold someone, G's Client perhaps.
+local function handOver(recorded)
     local token = nextToken(KEYS[4])
     if not token then
         return nil
     end
     redis.call('hset', hash, heir, 1, heir .. '#seq', ARGV[9], 'waiters', 1)
     redis.call('pexpire', hash, ARGV[10])
-    forgetWaiting(KEYS[5], heir)
+    if recorded then
+        forgetWaiting(KEYS[5], heir)
+    end
     return {HANDED, token}
 end
 
@@ -89,10 +92,13 @@ if lowered then
     return lowered
 end
 redis.call('del', hash)
-if heir and not othersWaiting(KEYS[5], owner) and not fencedUpTo(fences, heir, tonumber(ARGV[9])) then
-    local handed = handOver()
-    if handed then
-        return handed
+if heir then
+    local others, recorded = othersWaiting(KEYS[5], owner)
+    if not others and not fencedUpTo(fences, heir, tonumber(ARGV[9])) then
+        local handed = handOver(recorded)
+        if handed then
+            return handed
+        end
     end
 end
 if held[3] and not wakeNext(KEYS[5], KEYS[2], ARGV[4]) then

@@ -68,19 +68,20 @@ end
 -- othersWaiting reports whether a Client other than owner's waits to be
 -- woken in record: the two Clients longest in it are enough to tell, as
 -- marks sort after every Client still to be woken. A record that is not
--- one says no.
+-- one says no. Its second result is false when record holds nobody at
+-- all, so that there is nobody to take out of it either.
 local function othersWaiting(record, owner)
     local c = clientOf(owner)
     local first = redis.pcall('zrange', record, 0, 1)
     if type(first) ~= 'table' or first.err then
-        return false
+        return false, false
     end
     for _, m in ipairs(first) do
         if m ~= c and string.sub(m, 1, 1) ~= '!' then
-            return true
+            return true, true
         end
     end
-    return false
+    return false, first[1] ~= nil
 end
 
 -- wakeNext takes the Client longest in record out of it, marks its place
