@@ -28,13 +28,19 @@ local seq, superseded = tonumber(ARGV[2]), tonumber(ARGV[5])
 local seqField = owner .. '#seq'
 
 -- Fast path: no lock, no fences, nobody queued.
-if redis.call('exists', hash, fences, queue) == 0 then
+-- EXISTS counts a key once per time it is named: found is hash + 2 *
+-- fences + 4 * queue, so found % 4 >= 2 says the fences exist.
+local found = redis.call('exists', hash, fences, fences, queue, queue, queue, queue)
+if found == 0 then
     return take(false)
 end
 
 local held = redis.pcall('hmget', hash, owner, seqField)
 local entry = redis.pcall('hmget', queue, owner .. '#seq', owner .. '#exp')
-local f = redis.pcall('hget', fences, owner)
+local f = false -- no fences: the owner's entry is absent
+if found % 4 >= 2 then
+    f = redis.pcall('hget', fences, owner)
+end
 if held.err or entry.err or type(f) == 'table' then
     return redis.error_reply('WRONGTYPE lock key ' .. hash .. ', ' .. fences .. ' or ' .. queue .. ' is not a hash')
 end
@@ -66,14 +72,16 @@ if pttl == -2 then
     pttl = redis.call('pttl', hash)
 end
 if ARGV[7] == '1' then
-    if not entry[1] then
-        enqueue(queue, owner)
-    end
     local grant = ARGV[4]
     if ARGV[10] == '1' then
         grant = '0'
     end
-    redis.call('hset', queue, owner .. '#exp', now + tonumber(ARGV[9]), owner .. '#seq', seq, owner .. '#lease', grant)
+    local exp = now + tonumber(ARGV[9])
+    if entry[1] then
+        redis.call('hset', queue, owner .. '#exp', exp, owner .. '#seq', seq, owner .. '#lease', grant)
+    else
+        enqueue(queue, owner, owner .. '#exp', exp, owner .. '#seq', seq, owner .. '#lease', grant)
+    end
     lengthen(queue, ARGV[9])
 end
 return {REFUSED, pttl}

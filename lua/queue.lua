@@ -30,13 +30,14 @@ local function link(queue, f, v)
     end
 end
 
--- enqueue puts waiter w, not queued yet, at the back of queue.
-local function enqueue(queue, w)
+-- enqueue puts waiter w, not queued yet, at the back of queue, and sets
+-- the fields of its entry, given as field, value, ..., in the same HSET.
+local function enqueue(queue, w, ...)
     local last = redis.call('hget', queue, '#last')
     if last then
-        redis.call('hset', queue, w, 1, w .. '#prev', last, last .. '#next', w, '#last', w)
+        redis.call('hset', queue, w, 1, w .. '#prev', last, last .. '#next', w, '#last', w, ...)
     else
-        redis.call('hset', queue, w, 1, '#head', w, '#last', w)
+        redis.call('hset', queue, w, 1, '#head', w, '#last', w, ...)
     end
 end
 

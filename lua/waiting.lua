@@ -14,14 +14,14 @@
 -- rather than a lost wake-up, so the record is a saving, never a promise:
 -- a key of the wrong type, or one that expired, only makes the release
 -- wake every Client as before. A woken Client keeps its place as a mark
--- ('!' .. C): if its waiter loses the freed lock to an owner passing by,
--- its refusal puts it back where it was, ahead of the Clients that came
--- after it, rather than last. The key expires a watchdog lease after the
--- holder's lease at the latest refusal.
+-- (its score raised by woken): if its waiter loses the freed lock to an
+-- owner passing by, its refusal puts it back where it was, ahead of the
+-- Clients that came after it, rather than last. The key expires a
+-- watchdog lease after the holder's lease at the latest refusal.
 
--- woken is what a woken Client's mark adds to its score: a mark (member
--- '!' .. C) sorts after every Client still to be woken, and keeps the
--- place C had. 2^52 µs: Redis times stay exact doubles beside it.
+-- woken is what a woken Client's mark adds to its score: a mark sorts
+-- after every Client still to be woken, and keeps the place C had. 2^52
+-- µs: Redis times stay exact doubles beside it.
 local woken = 4503599627370496
 
 -- recordWaiting records owner's Client in record as waiting, keeping its
@@ -31,38 +31,39 @@ local woken = 4503599627370496
 -- that plus lease ms.
 local function recordWaiting(record, owner, pttl, lease)
     local c = clientOf(owner)
-    local place = redis.pcall('zscore', record, '!' .. c)
+    local place = redis.pcall('zscore', record, c)
     if type(place) == 'table' then
         return -- not a record: releases wake every Client
     end
-    if place then
-        redis.call('zrem', record, '!' .. c)
-        redis.call('zadd', record, tonumber(place) - woken, c)
-    else
+    if not place then
         local now = redis.call('time')
-        redis.call('zadd', record, 'nx', string.format('%d', tonumber(now[1]) * 1000000 + tonumber(now[2])), c)
+        redis.call('zadd', record, string.format('%d', tonumber(now[1]) * 1000000 + tonumber(now[2])), c)
+    elseif tonumber(place) >= woken then
+        redis.call('zadd', record, tonumber(place) - woken, c)
     end
     redis.call('pexpire', record, math.max(pttl, 0) + tonumber(lease))
 end
 
--- forgetWaiting takes owner's Client out of record, its mark too, in one
--- command: for a waiter that takes the lock.
+-- forgetWaiting takes owner's Client out of record, or its mark: for a
+-- waiter that takes the lock.
 local function forgetWaiting(record, owner)
-    local c = clientOf(owner)
-    redis.pcall('zrem', record, c, '!' .. c)
+    redis.pcall('zrem', record, clientOf(owner))
 end
 
--- unrecordWaiting takes owner's Client out of record, its mark too, and
+-- unrecordWaiting takes owner's Client out of record, or its mark, and
 -- returns 1 if it was there to be woken, 0 if not (a release woke it, or
 -- it never waited).
 local function unrecordWaiting(record, owner)
     local c = clientOf(owner)
-    local n = redis.pcall('zrem', record, c)
-    if type(n) ~= 'number' then
+    local place = redis.pcall('zscore', record, c)
+    if type(place) == 'table' then
         return 1 -- not a record: there is nothing to pass on
     end
-    redis.call('zrem', record, '!' .. c)
-    return n
+    if not place then
+        return 0
+    end
+    redis.call('zrem', record, c)
+    return tonumber(place) < woken and 1 or 0
 end
 
 -- othersWaiting reports whether a Client other than owner's waits to be
@@ -72,31 +73,29 @@ end
 -- all, so that there is nobody to take out of it either.
 local function othersWaiting(record, owner)
     local c = clientOf(owner)
-    local first = redis.pcall('zrange', record, 0, 1)
+    local first = redis.pcall('zrange', record, 0, 1, 'withscores')
     if type(first) ~= 'table' or first.err then
         return false, false
     end
-    for _, m in ipairs(first) do
-        if m ~= c and string.sub(m, 1, 1) ~= '!' then
+    for i = 1, #first, 2 do
+        if first[i] ~= c and tonumber(first[i + 1]) < woken then
             return true, true
         end
     end
     return false, first[1] ~= nil
 end
 
--- wakeNext takes the Client longest in record out of it, marks its place
--- (woken), and publishes '@<clientID>' on channel with pub ('publish' or
--- 'spublish'); it returns false when record holds no Client to wake (or
--- is not a record). A Client that died is woken once: its mark is never
--- woken again, and goes with the record.
+-- wakeNext marks the Client longest in record as woken (its score raised
+-- by woken, in place), and publishes '@<clientID>' on channel with pub
+-- ('publish' or 'spublish'); it returns false when record holds no Client
+-- to wake (or is not a record). A Client that died is woken once: its mark
+-- is never woken again, and goes with the record.
 local function wakeNext(record, channel, pub)
     local first = redis.pcall('zrange', record, 0, 0, 'withscores')
-    if type(first) ~= 'table' or first.err or not first[1] or string.sub(first[1], 1, 1) == '!' then
+    if type(first) ~= 'table' or first.err or not first[1] or tonumber(first[2]) >= woken then
         return false
     end
-    -- The mark first: the record never empties here, and keeps its expiry.
-    redis.call('zadd', record, tonumber(first[2]) + woken, '!' .. first[1])
-    redis.call('zrem', record, first[1])
+    redis.call('zincrby', record, woken, first[1])
     redis.call(pub, channel, '@' .. first[1])
     return true
 end
