@@ -60,7 +60,7 @@ type channel struct {
 
 	// idle ends the subscription once the queue has stayed empty for the
 	// Subscriber's linger; lingering says it is set to. nil until the
-	// queue first empties with a linger.
+	// queue first empties.
 	idle      *time.Timer
 	lingering bool
 }
@@ -107,10 +107,6 @@ func (c *channel) leave(w *Waiter, handOn bool) bool {
 	if len(c.waiters) > 0 {
 		return false
 	}
-	if c.current == nil || c.s.linger <= 0 {
-		c.stopIdle()
-		return true
-	}
 	c.lingering = true
 	if c.idle == nil {
 		c.idle = time.AfterFunc(c.s.linger, c.expire)
@@ -120,22 +116,15 @@ func (c *channel) leave(w *Waiter, handOn bool) bool {
 	return true
 }
 
-// expire ends a lingering subscription whose queue is still empty.
+// expire ends a lingering subscription whose queue is still empty: it
+// stops the subscription attempt under way, and run unsubscribes.
 func (c *channel) expire() {
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
-	if c.lingering && len(c.waiters) == 0 {
-		c.stopIdle()
+	if !c.lingering || len(c.waiters) > 0 {
+		return
 	}
-}
-
-// stopIdle stops the subscription attempt under way, which has no waiter
-// left, and its idle timer: run unsubscribes. The caller holds s.mu.
-func (c *channel) stopIdle() {
 	c.lingering = false
-	if c.idle != nil {
-		c.idle.Stop()
-	}
 	if c.current != nil {
 		c.current.stop()
 		c.current = nil
@@ -226,7 +215,10 @@ func (c *channel) dismiss() {
 		w.dismiss()
 	}
 	c.waiters, c.notes = nil, nil
-	c.stopIdle()
+	c.lingering = false
+	if c.idle != nil {
+		c.idle.Stop()
+	}
 }
 
 // run owns the channel's subscription. While the channel has waiters it

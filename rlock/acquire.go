@@ -29,8 +29,7 @@ type grant struct {
 // same with the queue's wait.)
 func (l *lock) acquire(ctx context.Context, wait, lease time.Duration) (context.Context, bool, error) {
 	var a acquisition
-	l.begin(&a, ctx, wait, lease)
-	if a.waits(l, wait) {
+	if l.begin(&a, ctx, wait, lease) {
 		a.lctx, a.g, a.err = l.waitOnChannel(a.octx, a.o, wait, lease, &a.trace)
 	}
 	return l.end(&a)
@@ -49,47 +48,36 @@ type acquisition struct {
 }
 
 // begin starts a, an acquire of l by ctx's owner (a new owner when ctx
-// carries none), with one attempt; but a new owner that may wait (wait is
-// not 0) on a lock this Client knows is contended goes straight to the
-// wait, which subscribes first: its attempt now would only be refused. (a
-// is filled in place, not returned: a waiter's stack keeps its caller's
-// frame, and a copy there would double it.)
-func (l *lock) begin(a *acquisition, ctx context.Context, wait, lease time.Duration) {
+// carries none), with one attempt, and reports whether the acquire goes
+// on to wait: the attempt found the lock held, and wait allows more. A
+// new owner that may wait (wait is not 0) on a lock this Client knows is
+// contended goes straight to the wait, which subscribes first: its
+// attempt now would likely be refused. (a is filled in place, not
+// returned: a waiter's stack keeps its caller's frame, and a copy there
+// would double it.)
+func (l *lock) begin(a *acquisition, ctx context.Context, wait, lease time.Duration) bool {
 	a.ctx = ctx
 	if a.err = l.check(ctx); a.err != nil {
-		return
+		return false
 	}
 	if ctx.Err() != nil {
 		a.err = fmt.Errorf("rlock: acquire: %w", doneErr(ctx))
-		return
+		return false
 	}
 	a.octx, a.o = withOwner(ctx)
 	a.trace = l.traceAcquire(a.octx)
 	if fresh := a.octx == context.Context(a.o); fresh && wait != 0 && l.contended() {
-		return
+		return true
 	}
 	a.lctx, a.g, a.err = l.attempt(a.octx, l.holdID(a.o), lease, false)
-	a.trace.attempts++
+	a.trace.attempt(l, a.g, a.err, wait != 0)
+	return a.err == nil && !a.g.acquired && wait != 0
 }
 
 // contended reports whether this Client knows l is contended: waiters of
 // this Client wait on it, or did within the linger.
 func (l *lock) contended() bool {
 	return l.c.subs.Active() && l.c.subs.Waiting(l.keys.Value().Channel)
-}
-
-// waits reports whether the acquire goes on to wait: its attempt found the
-// lock held, or it made none (a contended lock), and wait allows more. A
-// refused attempt begins the wait for the hooks; without one, the wait's
-// first refusal does (acquireTrace.attempt).
-func (a *acquisition) waits(l *lock, wait time.Duration) bool {
-	if a.err != nil || a.g.acquired || wait == 0 {
-		return false
-	}
-	if a.trace.attempts > 0 {
-		a.trace.waiting(l)
-	}
-	return true
 }
 
 // end reports the acquire to the hooks and returns what the caller gets.

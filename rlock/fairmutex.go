@@ -62,8 +62,7 @@ func (f *FairMutex) engine() *lock {
 func (f *FairMutex) acquire(ctx context.Context, wait, lease time.Duration) (context.Context, bool, error) {
 	l := f.engine()
 	var a acquisition
-	l.begin(&a, ctx, wait, lease)
-	if a.waits(l, wait) {
+	if l.begin(&a, ctx, wait, lease) {
 		a.lctx, a.g, a.err = l.waitInQueue(a.octx, a.o, wait, lease, &a.trace)
 	}
 	return l.end(&a)

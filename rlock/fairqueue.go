@@ -77,7 +77,7 @@ func (q *place) wait(ctx context.Context, w *pubsub.Waiter, deadline time.Time, 
 		q.floor, q.asked = q.l.c.seq.Load(), true
 		sent := time.Now()
 		lctx, g, err := q.l.attempt(ctx, q.id, lease, true)
-		t.attempt(q.l, g, err)
+		t.attempt(q.l, g, err, true)
 		if err != nil || g.acquired {
 			return lctx, g, err
 		}

@@ -227,20 +227,14 @@ func (l *lock) traceAcquire(ctx context.Context) acquireTrace {
 	return acquireTrace{callTrace: startTrace(hk.AcquireStart(ctx, l.ref()))}
 }
 
-// attempt counts an attempt made while the call waits; the first one
-// refused begins the wait, when no attempt before the wait did: a call on
-// a lock its Client knows is contended waits first and asks then, and
-// one whose ask is granted at once did not wait.
-func (t *acquireTrace) attempt(l *lock, g grant, err error) {
+// attempt counts an attempt of the call on l; the first one refused, in a
+// call that may wait (waits), begins its wait, which the hooks are told
+// (AcquireWait). A call on a lock its Client knows is contended skips its
+// first attempt and subscribes first: when its ask is granted at once, it
+// did not wait.
+func (t *acquireTrace) attempt(l *lock, g grant, err error, waits bool) {
 	t.attempts++
-	if err == nil && !g.acquired && t.waitStart == 0 {
-		t.waiting(l)
-	}
-}
-
-// waiting reports that the call begins to wait for l.
-func (t *acquireTrace) waiting(l *lock) {
-	if t.start == 0 {
+	if t.start == 0 || t.waitStart != 0 || !waits || err != nil || g.acquired {
 		return
 	}
 	t.waitStart = max(alarm.Now(), 1) // 0 means it did not wait

@@ -46,8 +46,7 @@ func (m *Mutex) engine() *lock {
 func (m *Mutex) acquire(ctx context.Context, wait, lease time.Duration) (context.Context, bool, error) {
 	l := m.engine()
 	var a acquisition
-	l.begin(&a, ctx, wait, lease)
-	if a.waits(l, wait) {
+	if l.begin(&a, ctx, wait, lease) {
 		a.lctx, a.g, a.err = l.waitParked(a.octx, a.o, wait, lease, &a.trace)
 	}
 	return l.end(&a)

@@ -71,7 +71,7 @@ func (l *lock) retryParked(ctx context.Context, p *parked, deadline time.Time, l
 // askParked is waiter p's attempt; refused, p parks.
 func (l *lock) askParked(ctx context.Context, p *parked, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
 	lctx, g, err := l.attempt(ctx, l.holdID(p.o), lease, true)
-	t.attempt(l, g, err)
+	t.attempt(l, g, err, true)
 	if err == nil && !g.acquired {
 		l.c.lot.park(l.keys.Hash(), p)
 	}

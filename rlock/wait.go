@@ -36,7 +36,7 @@ func (l *lock) waitOnChannel(ctx context.Context, o *owner, wait, lease time.Dur
 func (l *lock) retry(ctx context.Context, w *pubsub.Waiter, o *owner, deadline time.Time, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
 	for {
 		lctx, g, err := l.attempt(ctx, l.holdID(o), lease, true)
-		t.attempt(l, g, err)
+		t.attempt(l, g, err, true)
 		if err != nil || g.acquired {
 			return lctx, g, err
 		}
