@@ -59,10 +59,9 @@ type channel struct {
 	current  *attempt           // the subscription attempt under way; nil between attempts and once stopped
 
 	// idle ends the subscription once the queue has stayed empty for the
-	// Subscriber's linger; lingering says it is set to. nil until the
-	// queue first empties.
-	idle      *time.Timer
-	lingering bool
+	// Subscriber's linger; nil until the queue first empties. While the
+	// queue is empty and current is set, the subscription lingers.
+	idle *time.Timer
 }
 
 // attempt is one Receive call: one subscription of the channel, which
@@ -81,7 +80,6 @@ func newChannel(s *Subscriber, name string) *channel {
 // current subscription is confirmed. The caller holds s.mu.
 func (c *channel) join(tag string) *Waiter {
 	w := newWaiter(c, tag)
-	c.lingering = false // the idle timer, if it fires, finds a waiter
 	if c.current != nil && c.current.confirmed {
 		w.subscribed = true // ready at once: no channel to wait on
 	} else {
@@ -107,7 +105,6 @@ func (c *channel) leave(w *Waiter, handOn bool) bool {
 	if len(c.waiters) > 0 {
 		return false
 	}
-	c.lingering = true
 	if c.idle == nil {
 		c.idle = time.AfterFunc(c.s.linger, c.expire)
 	} else {
@@ -121,14 +118,11 @@ func (c *channel) leave(w *Waiter, handOn bool) bool {
 func (c *channel) expire() {
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
-	if !c.lingering || len(c.waiters) > 0 {
+	if len(c.waiters) > 0 || c.current == nil {
 		return
 	}
-	c.lingering = false
-	if c.current != nil {
-		c.current.stop()
-		c.current = nil
-	}
+	c.current.stop()
+	c.current = nil
 }
 
 // wakeOne wakes the longest-waiting ready waiter that has no wake-up
@@ -215,7 +209,6 @@ func (c *channel) dismiss() {
 		w.dismiss()
 	}
 	c.waiters, c.notes = nil, nil
-	c.lingering = false
 	if c.idle != nil {
 		c.idle.Stop()
 	}
