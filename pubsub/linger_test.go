@@ -30,7 +30,7 @@ func TestLingerKeepsSubscription(t *testing.T) {
 
 		require.True(t, e.subscribe(t, ch).Done(true), "the channel's only waiter is its last")
 		before := subscribes()
-		require.True(t, e.subs.Waiting(ch), "a lingering channel counts as waited on")
+		require.True(t, e.subs.Waiting([]byte(ch)), "a lingering channel counts as waited on")
 		require.EqualValues(t, 1, e.numsub(t, ch), "the subscription lingers")
 		require.EqualValues(t, 1, e.publish(t, ch), "a message with no waiter is received and dropped")
 
@@ -43,7 +43,7 @@ func TestLingerKeepsSubscription(t *testing.T) {
 		start := time.Now()
 		e.requireGone(t, ch)
 		require.GreaterOrEqual(t, time.Since(start), linger/2, "the subscription outlived its last waiter")
-		require.False(t, e.subs.Waiting(ch))
+		require.False(t, e.subs.Waiting([]byte(ch)))
 
 		other := channelName(t, "closed")
 		e.subscribe(t, other).Done(false)

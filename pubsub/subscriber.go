@@ -141,12 +141,13 @@ func (s *Subscriber) Active() bool {
 
 // Waiting reports whether waiters of this Subscriber wait on channel, or
 // did within the linger: a waiter that joins now finds its subscription
-// made or under way.
-func (s *Subscriber) Waiting(channel string) bool {
+// made or under way. The name is bytes, so that a caller can build it on
+// its stack: the lookup keeps nothing of it.
+func (s *Subscriber) Waiting(channel []byte) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.channels[channel]
-	return c != nil && (len(c.waiters) > 0 || c.lingering)
+	c := s.channels[string(channel)]
+	return c != nil && (len(c.waiters) > 0 || c.current != nil)
 }
 
 // Channels returns how many channels are subscribed, or being subscribed or

@@ -75,9 +75,14 @@ func (l *lock) begin(a *acquisition, ctx context.Context, wait, lease time.Durat
 }
 
 // contended reports whether this Client knows l is contended: waiters of
-// this Client wait on it, or did within the linger.
+// this Client wait on it, or did within the linger. The channel's name is
+// built on the stack: a fresh Lock pays no allocation for the check.
 func (l *lock) contended() bool {
-	return l.c.subs.Active() && l.c.subs.Waiting(l.keys.Value().Channel)
+	if !l.c.subs.Active() {
+		return false
+	}
+	var name [128]byte
+	return l.c.subs.Waiting(l.keys.AppendChannel(name[:0]))
 }
 
 // end reports the acquire to the hooks and returns what the caller gets.

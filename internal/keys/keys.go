@@ -87,6 +87,9 @@ func NewGrouped(prefix, group, name string) Keys {
 	return NewGroupedRef(prefix, group, name).Value()
 }
 
+// channelSuffix ends the unlock channel's name, after the base.
+const channelSuffix = ":unlock"
+
 // fromBase returns the keys built on base, whose fencing counter ends in
 // token (":token", or a semaphore's ":permits"). Every suffix starts with
 // ':': a base made by New ends at its tag's '}' and a grouped name holds no
@@ -95,9 +98,9 @@ func NewGrouped(prefix, group, name string) Keys {
 // The four suffixed keys are cut from one string, one allocation for all;
 // the hash is base itself.
 func fromBase(base, token string) Keys {
-	all := base + ":unlock" + base + token + base + ":fence" + base + ":queue"
+	all := base + channelSuffix + base + token + base + ":fence" + base + ":queue"
 	n := len(base)
-	channel, all := all[:n+7], all[n+7:]
+	channel, all := all[:n+len(channelSuffix)], all[n+len(channelSuffix):]
 	tok, all := all[:n+len(token)], all[n+len(token):]
 	fence, queue := all[:n+6], all[n+6:]
 	return Keys{Hash: base, Channel: channel, Token: tok, Fence: fence, Queue: queue}

@@ -57,6 +57,12 @@ func (r Ref) Hash() string {
 	return r.hash
 }
 
+// AppendChannel appends Value().Channel to b, and returns the extended
+// buffer: the channel's name without making the other keys.
+func (r Ref) AppendChannel(b []byte) []byte {
+	return append(append(b, r.hash...), channelSuffix...)
+}
+
 // Value returns the keys r stands for, in one allocation (none for the
 // zero Ref, which stands for no lock). A semaphore's fencing-counter key
 // holds its number of permits instead (NewSemaphore).

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// TestRefStandsForItsKeys: a Ref's hash is its keys' hash, and only a
+// TestRefStandsForItsKeys: a Ref's hash and channel are its keys', and only a
 // semaphore's Ref makes a permits key, whatever the names.
 func TestRefStandsForItsKeys(t *testing.T) {
 	for _, name := range []string{"x", "x}:semaphore", "{x}:semaphore", "semaphore", "x:semaphore}", "%7D:semaphore"} {
@@ -21,6 +21,7 @@ func TestRefStandsForItsKeys(t *testing.T) {
 		} {
 			k := r.Value()
 			assert.Equal(t, k.Hash, r.Hash(), "%s %q", kind, name)
+			assert.Equal(t, "pre"+k.Channel, string(r.AppendChannel([]byte("pre"))), "%s %q", kind, name)
 			assert.Equal(t, kind == "semaphore", strings.HasSuffix(k.Token, ":permits"), "%s %q: %q", kind, name, k.Token)
 		}
 	}
