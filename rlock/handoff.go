@@ -2,6 +2,7 @@ package rlock
 
 import (
 	"context"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -16,11 +17,12 @@ import (
 // than freeing it (lua/release.lua): one round trip instead of a release,
 // a message, and the waiter's own acquire. The claimer records the heir's
 // grant in the heir's turn, as the heir's acquire would have, gives the
-// turn back and pokes the heir, which binds the grant to its context
-// (inherit). The heir's call has a number reserved before the release's
-// first call, so the request protocol covers it: a resend answers as the
-// call that handed over, and when the release's outcome stays unknown the
-// heir's turn keeps that number as unsettled, which its next call fences.
+// turn back, pokes the heir, which binds the grant to its context
+// (inherit), and yields its processor to it. The heir's call has a number
+// reserved before the release's first call, so the request protocol
+// covers it: a resend answers as the call that handed over, and when the
+// release's outcome stays unknown the heir's turn keeps that number as
+// unsettled, which its next call fences.
 //
 // A Mutex's script hands over only while no other Client is recorded as
 // waiting (lua/waiting.lua): once another Client's waiter is refused, the
@@ -108,4 +110,12 @@ func (l *lock) bequeath(ctx context.Context, heir *parked, t *turn, heirSeq uint
 	// The heir wakes to bind its grant, or to ask: when the outcome is
 	// unknown, or when Redis has no record of it.
 	l.c.lot.settle(l.c, l.keys.Hash(), heir, t, got, got || err != nil || heir.behind)
+	if got {
+		// The heir holds the lock and its wake-up is queued on this
+		// processor: run it now, as sync.Mutex hands over in starvation
+		// mode, rather than after whatever this goroutine does next (a
+		// FairMutex owner's next Lock sends its request first). The heir
+		// needs nothing this goroutine still has.
+		runtime.Gosched()
+	}
 }
