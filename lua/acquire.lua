@@ -32,10 +32,11 @@
 -- The field 'waiters' marks a lock whose release must publish: a refused
 -- acquire sets it, and so does a waiter that takes the lock (others may
 -- still wait behind it), and so does an owner that takes it while Clients
--- are recorded as waiting. An uncontended release publishes nothing. A
--- refused caller that waits also records its Client as waiting (KEYS[4]),
--- and a waiter that takes the lock takes its Client out, so that a release
--- wakes one Client, not all of them (waiting.lua).
+-- are recorded as waiting (its value counts hand-overs: release.lua). An
+-- uncontended release publishes nothing. A refused caller that waits also
+-- records its Client as waiting (KEYS[4]), and a waiter that takes the
+-- lock takes its Client out, so that a release wakes one Client, not all
+-- of them (waiting.lua).
 --
 -- The hash holds, for its one owner, F -> count and F#seq -> the seq of the
 -- owner's latest call that applied. A call applies only when its seq is

@@ -34,12 +34,13 @@
 -- A release to 0 that names G hands the lock to G in the same call rather
 -- than freeing it: G holds one level under a new token, its seq ARGV[9],
 -- and the lease ARGV[10], and its Client leaves the waiting Clients, as a
--- waiter's that takes the lock does (acquire.lua). It does so only while no other Client is
--- recorded as waiting (othersWaiting), so a Client's waiters pass the lock
--- among themselves only until another Client's waiter is refused: the
--- next release of the lock then frees it and wakes that Client. And only
--- when no later call of G fenced ARGV[9]: G's Client gave the hand-over up
--- for lost. A call that finds F holds nothing but G holds the lock under
+-- waiter's that takes the lock does (acquire.lua). While another Client
+-- is recorded as waiting (othersWaiting), a Client's waiters pass the lock
+-- among themselves at most maxPasses times more: the release after that
+-- frees it and wakes that Client. The lock's 'waiters' mark counts them:
+-- it is 1 plus the hand-overs in a row that another Client waited
+-- through. And G is handed the lock only when no later call of G fenced
+-- ARGV[9]: G's Client gave the hand-over up for lost. A call that finds F holds nothing but G holds the lock under
 -- ARGV[9] is a resend of one that handed it over: it answers as that one.
 --
 -- At 0, a marked lock (see acquire.lua) wakes one waiter: '@<clientID>'
@@ -59,15 +60,22 @@
 -- relies on. allow-oom: releasing must work when Redis is at maxmemory.
 local hash, fences, owner, heir = KEYS[1], KEYS[3], ARGV[1], ARGV[8]
 
--- handOver gives the lock, deleted, to G (see above) and answers HANDED;
--- nil when a counter that is not one has no token for it. recorded says
--- the waiting Clients hold someone, G's Client perhaps.
-local function handOver(recorded)
+-- maxPasses is how many hand-overs in a row within one Client another
+-- Client waits through at most: a hand-over costs one round trip, a
+-- wake-up in another Client two and a message, and the bound keeps that
+-- Client's wait to a few holds.
+local maxPasses = 8
+
+-- handOver gives the lock, deleted, to G (see above), marked passed (the
+-- 'waiters' count), and answers HANDED; nil when a counter that is not one
+-- has no token for it. recorded says the waiting Clients hold someone, G's
+-- Client perhaps.
+local function handOver(recorded, passed)
     local token = nextToken(KEYS[4])
     if not token then
         return nil
     end
-    redis.call('hset', hash, heir, 1, heir .. '#seq', ARGV[9], 'waiters', 1)
+    redis.call('hset', hash, heir, 1, heir .. '#seq', ARGV[9], 'waiters', passed)
     redis.call('pexpire', hash, ARGV[10])
     if recorded then
         forgetWaiting(KEYS[5], heir)
@@ -94,8 +102,9 @@ end
 redis.call('del', hash)
 if heir then
     local others, recorded = othersWaiting(KEYS[5], owner)
-    if not others and not fencedUpTo(fences, heir, tonumber(ARGV[9])) then
-        local handed = handOver(recorded)
+    local passed = others and tonumber(held[3] or '1') or 0
+    if passed <= maxPasses and not fencedUpTo(fences, heir, tonumber(ARGV[9])) then
+        local handed = handOver(recorded, passed + 1)
         if handed then
             return handed
         end

@@ -35,9 +35,11 @@ type call struct {
 	seq        int
 	count      int // acquire: the count after a re-entry; release: the count after
 	superseded int
-	lease      int  // ms, acquire only
-	waiting    bool // acquire: the caller waits on the unlock channel
-	leaving    bool // release: the owner's Client stops waiting
+	lease      int    // ms, acquire only
+	waiting    bool   // acquire: the caller waits on the unlock channel
+	leaving    bool   // release: the owner's Client stops waiting
+	heir       string // release: the waiter to hand the lock to at 0, under seq heirSeq
+	heirSeq    int
 }
 
 const fenceLife = "60000"
@@ -59,9 +61,13 @@ func (c call) acquire(t testing.TB, rc rueidis.Client, k keys.Keys) []int64 {
 
 func (c call) release(t testing.TB, rc rueidis.Client, k keys.Keys) []int64 {
 	t.Helper()
-	reply, err := lua.Release.Exec(t.Context(), rc, []string{k.Hash, k.Channel, k.Fence, k.Token, k.Queue}, []string{
+	args := []string{
 		c.owner, strconv.Itoa(c.seq), strconv.Itoa(c.count), "publish", strconv.Itoa(c.superseded), fenceLife, flag(c.leaving),
-	}).AsIntSlice()
+	}
+	if c.heir != "" {
+		args = append(args, c.heir, strconv.Itoa(c.heirSeq), "30000")
+	}
+	reply, err := lua.Release.Exec(t.Context(), rc, []string{k.Hash, k.Channel, k.Fence, k.Token, k.Queue}, args).AsIntSlice()
 	require.NoError(t, err)
 	return reply
 }

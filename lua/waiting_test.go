@@ -2,6 +2,7 @@ package lua_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -142,6 +143,46 @@ func TestWithdrawPassesWakeOn(t *testing.T) {
 	assert.Equal(t, "@B", next(t, messages), "A's wake-up goes on to B")
 	assert.Empty(t, waitingClients(t, rc, k))
 	assertNoMessage(t, rc, k, messages)
+}
+
+// TestHandOverBoundedWhileOthersWait: a release that names a waiter of its
+// own Client as heir hands the lock to it as often as it likes while no
+// other Client waits; once another Client is recorded as waiting, the
+// Client passes the lock among its waiters 8 more times (maxPasses in
+// release.lua), with no message, and the release after that frees the
+// lock and wakes that Client. The count starts again with every holder
+// that takes the lock from a release that freed it.
+func TestHandOverBoundedWhileOthersWait(t *testing.T) {
+	node := redistest.Shared(t)
+	rc := node.Client(t)
+	k := lockKeys(t)
+	messages := listen(t, node, k.Channel)
+
+	holder := 0 // A:<holder> holds the lock under seq 1
+	release := func() lua.Code {
+		t.Helper()
+		r := call{owner: fmt.Sprintf("A:%d", holder), seq: 2, heir: fmt.Sprintf("A:%d", holder+1), heirSeq: 1}.release(t, rc, k)
+		holder++
+		return lua.Code(r[0])
+	}
+	require.Equal(t, lua.Granted, lua.Code(call{owner: "A:0", seq: 1, count: 1}.acquire(t, rc, k)[0]))
+	for range 20 {
+		require.Equal(t, lua.Handed, release(), "nobody else waits: A:%d hands over", holder)
+	}
+	for round := range 2 {
+		require.Equal(t, lua.Refused, lua.Code(call{owner: "B:1", seq: 1 + 3*round, count: 1, waiting: true}.acquire(t, rc, k)[0]))
+		for i := range 8 {
+			require.Equal(t, lua.Handed, release(), "round %d: hand-over %d while B waits", round, i+1)
+		}
+		assertNoMessage(t, rc, k, messages)
+		require.Equal(t, lua.Freed, release(), "round %d: the ninth release while B waits frees the lock", round)
+		assert.Equal(t, "@B", next(t, messages))
+		require.Equal(t, lua.Granted, lua.Code(call{owner: "B:1", seq: 2 + 3*round, count: 1, waiting: true}.acquire(t, rc, k)[0]))
+		require.Equal(t, lua.Refused, lua.Code(call{owner: fmt.Sprintf("A:%d", holder), seq: 1, count: 1, waiting: true}.acquire(t, rc, k)[0]))
+		require.Equal(t, reply(lua.Freed, 0), call{owner: "B:1", seq: 3 + 3*round, count: 0}.release(t, rc, k))
+		assert.Equal(t, "@A", next(t, messages))
+		require.Equal(t, lua.Granted, lua.Code(call{owner: fmt.Sprintf("A:%d", holder), seq: 1, count: 1, waiting: true}.acquire(t, rc, k)[0]))
+	}
 }
 
 // waitingClients returns the Clients recorded as waiting on k's lock to be

@@ -180,12 +180,13 @@
 // An Unlock that frees a Mutex some owner of the same Client waits for
 // hands it to that waiter in the release script itself: the waiter holds
 // it under a new fencing token, with the lease it asked for, without an
-// acquire of its own (one round trip per handoff). A Client hands over
-// only while no other Client is recorded as waiting: once one is refused,
-// the next release frees the lock and wakes it. A waiter that arrives
-// while its Client holds the lock that way parks without asking Redis.
-// Once an owner takes the lock, its other goroutines parked on it are
-// woken to re-enter at once: no release would wake them while it holds.
+// acquire of its own (one round trip per handoff). Once another Client's
+// waiter is refused, the Client hands over at most eight times more: the
+// release after that frees the lock and wakes that Client. A waiter that
+// arrives while its Client holds the lock that way parks without asking
+// Redis. Once an owner takes the lock, its other goroutines parked on it
+// are woken to re-enter at once: no release would wake them while it
+// holds.
 //
 // # RWMutex
 //

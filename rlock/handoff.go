@@ -24,10 +24,12 @@ import (
 // release's outcome stays unknown the heir's turn keeps that number as
 // unsettled, which its next call fences.
 //
-// A Mutex's script hands over only while no other Client is recorded as
-// waiting (lua/waiting.lua): once another Client's waiter is refused, the
-// next release frees the lock and wakes that Client, so the Client passing
-// the lock around yields to it at its next release. A FairMutex's
+// A Mutex's script hands over at most eight times in a row while another
+// Client is recorded as waiting (lua/waiting.lua, lua/release.lua): once
+// another Client's waiter is refused, the Client passing the lock around
+// yields to it within eight hand-overs, after which a release frees the
+// lock and wakes that Client. (A hand-over costs one round trip, a wake-up
+// in another Client two and a message.) A FairMutex's
 // (lua/fair_release.lua) hands over only to the waiter at the head of the
 // queue in Redis, so its order across Clients is kept; its waiters park in
 // the queue's order (fairqueue.go), so the one claimed is the head as a

@@ -109,9 +109,9 @@ func TestHandOverHotLock(t *testing.T) {
 
 // TestHandOverYieldsToOtherClient: while eight goroutines of one Client
 // pass a lock among themselves, a waiter of another Client is refused
-// once, recorded as waiting, and the next release frees the lock for it
-// rather than handing it on: it gets the lock, every time it asks, within
-// a few holds.
+// once, recorded as waiting, and the Client passes the lock on at most
+// eight times more before a release frees it for that waiter: it gets the
+// lock, every time it asks, within a few holds.
 func TestHandOverYieldsToOtherClient(t *testing.T) {
 	name := redistest.LockName(t)
 	stop, cancel := context.WithCancel(t.Context())
