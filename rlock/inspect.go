@@ -79,8 +79,10 @@ type LockState struct {
 	// and Subscribers tell of them.
 	Waiters []Waiter
 	// Marks are the hash's other fields: "waiters" (a release must
-	// publish), and whatever a primitive keeps beside its holders (an
-	// RWMutex's "mode", a latch's "count" and each Client's sequence).
+	// publish; a Mutex's counts from 1 the hand-overs in a row within a
+	// Client that another Client waited through), and whatever a
+	// primitive keeps beside its holders (an RWMutex's "mode", a latch's
+	// "count" and each Client's sequence).
 	Marks map[string]string
 	// FencingToken is the last token handed out on this lock, the token of
 	// its current holds (an RWMutex's readers hold the latest write's); 0
