@@ -39,7 +39,8 @@
 -- among themselves at most maxPasses times more: the release after that
 -- frees it and wakes that Client. The lock's 'waiters' mark counts them:
 -- it is 1 plus the hand-overs in a row that another Client waited
--- through. And G is handed the lock only when no later call of G fenced
+-- through. (A freed lock goes to whoever asks first, the woken Client or
+-- not; a holder that took it so begins a new count.) And G is handed the lock only when no later call of G fenced
 -- ARGV[9]: G's Client gave the hand-over up for lost. A call that finds F holds nothing but G holds the lock under
 -- ARGV[9] is a resend of one that handed it over: it answers as that one.
 --

@@ -182,11 +182,12 @@
 // it under a new fencing token, with the lease it asked for, without an
 // acquire of its own (one round trip per handoff). Once another Client's
 // waiter is refused, the Client hands over at most eight times more: the
-// release after that frees the lock and wakes that Client. A waiter that
-// arrives while its Client holds the lock that way parks without asking
-// Redis. Once an owner takes the lock, its other goroutines parked on it
-// are woken to re-enter at once: no release would wake them while it
-// holds.
+// release after that frees the lock and wakes that Client, though an
+// owner that asks first may still take it (a Mutex is not fair; a
+// FairMutex is, first come first served). A waiter that arrives while its
+// Client holds the lock that way parks without asking Redis. Once an
+// owner takes the lock, its other goroutines parked on it are woken to
+// re-enter at once: no release would wake them while it holds.
 //
 // # RWMutex
 //
