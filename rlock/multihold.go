@@ -179,9 +179,12 @@ func (mh *multiHold) checkQuorum(lost error) {
 
 // beginUnlock stops parts from being taken again and waits for any being
 // taken now, so that no part outlives the Unlock. It reports which nodes
-// hold a part.
-func (mh *multiHold) beginUnlock() []bool {
+// hold a part, and whether the hold had ended already (its quorum was
+// lost, or a final Unlock came first): the owner holds the MultiLock no
+// more, whatever parts are left.
+func (mh *multiHold) beginUnlock() (held []bool, ended bool) {
 	mh.mu.Lock()
+	ended = mh.ended
 	mh.unlocking++
 	close(mh.poke)
 	mh.poke = make(chan struct{})
@@ -189,11 +192,11 @@ func (mh *multiHold) beginUnlock() []bool {
 	mh.retaking.Wait()
 	mh.mu.Lock()
 	defer mh.mu.Unlock()
-	held := make([]bool, len(mh.parts))
+	held = make([]bool, len(mh.parts))
 	for i, h := range mh.parts {
 		held[i] = h != nil
 	}
-	return held
+	return held, ended
 }
 
 // endUnlock ends the hold once no part is held any more.

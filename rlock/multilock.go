@@ -218,7 +218,9 @@ func endTurn(m *Mutex, ctx context.Context, t *turn, undo bool, wg *sync.WaitGro
 // Unlock leaves one level on every node, all of them even when some fail,
 // and reports, joined, the failures on nodes that held a part (a node that
 // held none is only logged). It returns ErrNotHeld when the owner held no
-// part of the lock.
+// part of the lock, and when its hold had ended before (fewer nodes than
+// the quorum held it, as its context said): the parts left are released
+// all the same.
 func (ml *MultiLock) Unlock(ctx context.Context) error {
 	if err := ml.check(ctx, true); err != nil {
 		return err
@@ -228,9 +230,12 @@ func (ml *MultiLock) Unlock(ctx context.Context) error {
 		return ErrNotHeld
 	}
 	mh, _ := ctx.Value(multiKey{ml}).(*multiHold)
-	var held []bool
+	var (
+		held  []bool
+		ended bool
+	)
 	if mh != nil {
-		held = mh.beginUnlock()
+		held, ended = mh.beginUnlock()
 	}
 	octx := carrying(context.WithoutCancel(ctx), o)
 	errs := make([]error, len(ml.mutexes))
@@ -257,8 +262,11 @@ func (ml *MultiLock) Unlock(ctx context.Context) error {
 			m.c.cfg.logger.Debug("rlock: multilock could not reach a node that held no part", "key", m.keys.Hash(), "err", err)
 		}
 	}
-	if notHeld == len(ml.mutexes) {
+	switch {
+	case (notHeld == len(ml.mutexes) || ended) && failures == nil:
 		return ErrNotHeld
+	case ended:
+		return errors.Join(append(failures, ErrNotHeld)...)
 	}
 	return errors.Join(failures...)
 }
