@@ -172,8 +172,7 @@ func (l *lock) keep(ctx context.Context, t *turn, g grant, sent time.Time, lease
 	t.count = g.count
 	h := t.activeHold()
 	if h == nil {
-		h = newHold(l, t.id, g.token)
-		l.c.setHold(t, h)
+		h = newHold(l, t, g.token)
 	}
 	if err := h.record(sent, l.c.leaseOr(lease), lease == 0); err != nil {
 		l.giveBack(ctx, t, g.count-1, "a level the watchdog refused")

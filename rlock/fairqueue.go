@@ -87,7 +87,7 @@ func (q *place) wait(ctx context.Context, w *pubsub.Waiter, deadline time.Time, 
 		if q.p.rank == 0 {
 			q.p.rank = q.floor + 1 // its first ask that queued it: Redis keeps its place
 		}
-		q.l.c.lot.park(q.l.keys.Hash(), &q.p)
+		q.l.c.lot.park(q.l, &q.p)
 		pause, ok := capPause(deadline, nextCheck(g.pttl, q.l.c.cfg.lease))
 		err = sleep(ctx, w, pause)
 		if lctx, g, herr := q.l.wokeParked(ctx, &q.p); g.acquired || herr != nil {

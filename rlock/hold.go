@@ -27,7 +27,7 @@ type hold struct {
 	// fields below too (one mutex for the hold).
 	life lifetime
 
-	counted  bool // counted in its Client's lot while it lives (park.go)
+	counted  atomic.Bool // counted in its Client's lot while it lives (park.go)
 	ended    bool
 	watched  bool           // the watchdog renews this hold (entry is added)
 	place    int32          // its place in its Client's deadlines (see Place)
@@ -35,12 +35,16 @@ type hold struct {
 	entry    watchdog.Entry // names the hold (see id), and has it renewed once watched
 }
 
-// newHold returns owner id's new hold on l, whose first level was granted
-// with token.
-func newHold(l *lock, id holdID, token int64) *hold {
+// newHold records in turn t, whose turn the caller has, the new hold of
+// its owner on l, whose first level was granted with token, and returns
+// it. The hold is in the turn before its Client's lot counts it: a waiter
+// of the owner that parks after the count woke the owner's parked
+// waiters finds it there (parkingLot.park).
+func newHold(l *lock, t *turn, token int64) *hold {
 	h := &hold{l: l, token: token, since: alarm.Now()}
-	h.entry = watchdog.Entry{Key: id.key, Field: id.field, Holder: h}
-	h.counted = l.c.lot.holding(l, id)
+	h.entry = watchdog.Entry{Key: t.id.key, Field: t.id.field, Holder: h}
+	l.c.setHold(t, h)
+	h.counted.Store(l.c.lot.holding(l, t.id))
 	h.hookStart()
 	return h
 }
@@ -275,7 +279,7 @@ func (h *hold) end(cause error) bool {
 	h.client().deadlines.Remove(h)
 	h.life.mu.Unlock()
 	h.life.end(cause)
-	if h.counted {
+	if h.counted.Load() {
 		h.client().lot.unheld(h.entry.Key)
 	}
 	return true

@@ -73,7 +73,7 @@ func (l *lock) askParked(ctx context.Context, p *parked, lease time.Duration, t 
 	lctx, g, err := l.attempt(ctx, l.holdID(p.o), lease, true)
 	t.attempt(l, g, err, true)
 	if err == nil && !g.acquired {
-		l.c.lot.park(l.keys.Hash(), p)
+		l.c.lot.park(l, p)
 	}
 	return lctx, g, err
 }
@@ -186,12 +186,20 @@ func (lot *parkingLot) tidy(key string, e *lotEntry) {
 	}
 }
 
-// park puts p in the lot under key, asleep, after Redis refused it.
-func (lot *parkingLot) park(key string, p *parked) {
+// park puts p in the lot under l's key, asleep, after Redis refused it.
+// When p's owner holds the lock by then (a call of the owner in another
+// goroutine was granted while p's was refused), p is poked at once to
+// re-enter: holding pokes the owner's waiters asleep in the lot, and p
+// was not one of them yet. (A hold is in its turn before holding counts
+// it: newHold.)
+func (lot *parkingLot) park(l *lock, p *parked) {
 	lot.mu.Lock()
 	defer lot.mu.Unlock()
-	lot.putAsleep(lot.entry(key, true), p)
+	lot.putAsleep(lot.entry(l.keys.Hash(), true), p)
 	p.behind = false
+	if l.c.holds(l.holdID(p.o)) {
+		p.w.Poke()
+	}
 }
 
 // parkBehind puts p in the lot under key without asking Redis, and

@@ -329,6 +329,20 @@ func (c *Client) setHold(t *turn, h *hold) {
 	}
 }
 
+// holds reports whether owner id has a live hold in this Client: its turn
+// has one that has not ended. It neither takes the turn (a turn's hold is
+// guarded by its shard's mu too) nor makes one.
+func (c *Client) holds(id holdID) bool {
+	sh, hash := c.turns.shard(id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	t := sh.turns[hash]
+	if t == nil || t.id != id {
+		t = sh.clash[id]
+	}
+	return t != nil && t.hold != nil && t.hold.active()
+}
+
 // activeHold returns the turn's hold if it has not ended. The caller has
 // the turn.
 func (t *turn) activeHold() *hold {
