@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rlock/rlock/internal/alarm"
 	"github.com/rlock/rlock/pubsub"
 	"github.com/rlock/rlock/watchdog"
 )
@@ -74,7 +75,7 @@ func (q *place) wait(ctx context.Context, w *pubsub.Waiter, deadline time.Time, 
 				return lctx, g, err
 			}
 		}
-		q.floor, q.asked = q.l.c.seq.Load(), true
+		q.floor, q.asked, q.p.asked = q.l.c.seq.Load(), true, alarm.Now()
 		sent := time.Now()
 		lctx, g, err := q.l.attempt(ctx, q.id, lease, true)
 		t.attempt(q.l, g, err, true)

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rlock/rlock/internal/alarm"
 	"github.com/rlock/rlock/pubsub"
 )
 
@@ -70,6 +71,7 @@ func (l *lock) retryParked(ctx context.Context, p *parked, deadline time.Time, l
 
 // askParked is waiter p's attempt; refused, p parks.
 func (l *lock) askParked(ctx context.Context, p *parked, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
+	p.asked = alarm.Now()
 	lctx, g, err := l.attempt(ctx, l.holdID(p.o), lease, true)
 	t.attempt(l, g, err, true)
 	if err == nil && !g.acquired {
@@ -129,6 +131,11 @@ type parked struct {
 	// the order they park.
 	rank uint64
 
+	// asked is when its latest ask was sent (alarm.Now): a hold of its
+	// owner begun since then crossed the refusal (park). Set by the
+	// waiter's goroutine before the ask.
+	asked time.Duration
+
 	// Guarded by the lot's mu.
 	state  parkState
 	behind bool // it parked without asking Redis (parkBehind): nobody else wakes it
@@ -187,17 +194,18 @@ func (lot *parkingLot) tidy(key string, e *lotEntry) {
 }
 
 // park puts p in the lot under l's key, asleep, after Redis refused it.
-// When p's owner holds the lock by then (a call of the owner in another
-// goroutine was granted while p's was refused), p is poked at once to
-// re-enter: holding pokes the owner's waiters asleep in the lot, and p
-// was not one of them yet. (A hold is in its turn before holding counts
-// it: newHold.)
+// When p's owner has taken the lock since p asked (a call of the owner in
+// another goroutine was granted while p's was refused), p is poked at
+// once to re-enter: holding pokes the owner's waiters asleep in the lot,
+// and p was not one of them yet. (A hold is in its turn before holding
+// counts it: newHold. A hold older than the ask is one Redis no longer
+// knows: p sleeps.)
 func (lot *parkingLot) park(l *lock, p *parked) {
 	lot.mu.Lock()
 	defer lot.mu.Unlock()
 	lot.putAsleep(lot.entry(l.keys.Hash(), true), p)
 	p.behind = false
-	if l.c.holds(l.holdID(p.o)) {
+	if since, ok := l.c.heldSince(l.holdID(p.o)); ok && since >= p.asked {
 		p.w.Poke()
 	}
 }

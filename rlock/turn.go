@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"sync"
+	"time"
 )
 
 // holdID names one owner's hold on one lock within a Client.
@@ -329,10 +330,11 @@ func (c *Client) setHold(t *turn, h *hold) {
 	}
 }
 
-// holds reports whether owner id has a live hold in this Client: its turn
-// has one that has not ended. It neither takes the turn (a turn's hold is
-// guarded by its shard's mu too) nor makes one.
-func (c *Client) holds(id holdID) bool {
+// heldSince reports when owner id's live hold in this Client began
+// (alarm.Now), if it has one: its turn has a hold that has not ended. It
+// neither takes the turn (a turn's hold is guarded by its shard's mu too)
+// nor makes one.
+func (c *Client) heldSince(id holdID) (time.Duration, bool) {
 	sh, hash := c.turns.shard(id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -340,7 +342,10 @@ func (c *Client) holds(id holdID) bool {
 	if t == nil || t.id != id {
 		t = sh.clash[id]
 	}
-	return t != nil && t.hold != nil && t.hold.active()
+	if t == nil || t.hold == nil || !t.hold.active() {
+		return 0, false
+	}
+	return t.hold.since, true
 }
 
 // activeHold returns the turn's hold if it has not ended. The caller has
