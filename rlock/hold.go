@@ -27,7 +27,7 @@ type hold struct {
 	// fields below too (one mutex for the hold).
 	life lifetime
 
-	counted  atomic.Bool // counted in its Client's lot while it lives (park.go)
+	counted  bool // counted in its Client's lot while it lives (park.go)
 	ended    bool
 	watched  bool           // the watchdog renews this hold (entry is added)
 	place    int32          // its place in its Client's deadlines (see Place)
@@ -44,7 +44,16 @@ func newHold(l *lock, t *turn, token int64) *hold {
 	h := &hold{l: l, token: token, since: alarm.Now()}
 	h.entry = watchdog.Entry{Key: t.id.key, Field: t.id.field, Holder: h}
 	l.c.setHold(t, h)
-	h.counted.Store(l.c.lot.holding(l, t.id))
+	if l.c.lot.holding(l, t.id) {
+		// Close may have ended it since it was set in the turn.
+		h.life.mu.Lock()
+		ended := h.ended
+		h.counted = !ended
+		h.life.mu.Unlock()
+		if ended {
+			l.c.lot.unheld(t.id.key)
+		}
+	}
 	h.hookStart()
 	return h
 }
@@ -276,10 +285,11 @@ func (h *hold) end(cause error) bool {
 		return false
 	}
 	h.ended = true
+	counted := h.counted
 	h.client().deadlines.Remove(h)
 	h.life.mu.Unlock()
 	h.life.end(cause)
-	if h.counted.Load() {
+	if counted {
 		h.client().lot.unheld(h.entry.Key)
 	}
 	return true
