@@ -40,9 +40,11 @@
 -- frees it and wakes that Client. The lock's 'waiters' mark counts them:
 -- it is 1 plus the hand-overs in a row that another Client waited
 -- through. (A freed lock goes to whoever asks first, the woken Client or
--- not; a holder that took it so begins a new count.) And G is handed the lock only when no later call of G fenced
--- ARGV[9]: G's Client gave the hand-over up for lost. A call that finds F holds nothing but G holds the lock under
--- ARGV[9] is a resend of one that handed it over: it answers as that one.
+-- not; a holder that took it so begins a new count.) And G is handed the
+-- lock only when no later call of G fenced ARGV[9]: G's Client gave the
+-- hand-over up for lost. A call that finds F holds nothing but G holds the
+-- lock under ARGV[9] is a resend of one that handed it over: it answers
+-- as that one.
 --
 -- At 0, a marked lock (see acquire.lua) wakes one waiter: '@<clientID>'
 -- to the Client longest in the waiting Clients, or, when none is

@@ -208,6 +208,15 @@ func (c *Client) tryTake(id holdID) *turn {
 	return t
 }
 
+// find returns id's turn, or nil when it has none; hash is id's. The
+// caller holds sh.mu.
+func (sh *turnShard) find(id holdID, hash uint64) *turn {
+	if t := sh.turns[hash]; t != nil && t.id == id {
+		return t
+	}
+	return sh.clash[id]
+}
+
 // turnOf returns id's turn, made if there is none (take and tryTake count
 // their caller among its users), or nil once the Client is closed; hash
 // is id's. The caller holds sh.mu.
@@ -215,14 +224,10 @@ func (sh *turnShard) turnOf(id holdID, hash uint64) *turn {
 	if sh.turns == nil {
 		return nil
 	}
-	t := sh.turns[hash]
-	if t != nil && t.id == id {
+	if t := sh.find(id, hash); t != nil {
 		return t
 	}
-	if t = sh.clash[id]; t != nil {
-		return t
-	}
-	t = idleTurns.Get().(*turn)
+	t := idleTurns.Get().(*turn)
 	t.id = id
 	switch {
 	case sh.turns[hash] == nil:
@@ -338,18 +343,15 @@ func (c *Client) heldSince(id holdID) (time.Duration, bool) {
 	sh, hash := c.turns.shard(id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	t := sh.turns[hash]
-	if t == nil || t.id != id {
-		t = sh.clash[id]
-	}
-	if t == nil || t.hold == nil || !t.hold.active() {
+	t := sh.find(id, hash)
+	if t == nil || t.activeHold() == nil {
 		return 0, false
 	}
 	return t.hold.since, true
 }
 
 // activeHold returns the turn's hold if it has not ended. The caller has
-// the turn.
+// the turn, or its shard's mu.
 func (t *turn) activeHold() *hold {
 	if t.hold != nil && t.hold.active() {
 		return t.hold
