@@ -33,7 +33,7 @@ func (l *lock) waitInQueue(ctx context.Context, o *owner, wait, lease time.Durat
 	}
 	q := &place{l: l, id: id, floor: l.c.seq.Load(), p: parked{o: o, lease: lease, w: w}}
 	lctx, g, err := q.wait(ctx, w, deadline, lease, t)
-	if !g.acquired && q.asked {
+	if !g.acquired && q.p.asked != 0 { // an ask was sent: the waiter may be queued
 		l.withdraw(ctx, o)
 	}
 	q.end()
@@ -54,7 +54,6 @@ type place struct {
 	// handed over before it (which the ask found given up, expired or
 	// taken) an earlier one. Used by the waiter's goroutine only.
 	floor uint64
-	asked bool // an ask was sent: the waiter may be queued
 	// p parks the waiter in its Client's lot between asks, where a
 	// release of this Client may claim it as heir.
 	p parked
@@ -75,7 +74,7 @@ func (q *place) wait(ctx context.Context, w *pubsub.Waiter, deadline time.Time, 
 				return lctx, g, err
 			}
 		}
-		q.floor, q.asked, q.p.asked = q.l.c.seq.Load(), true, alarm.Now()
+		q.floor, q.p.asked = q.l.c.seq.Load(), alarm.Now()
 		sent := time.Now()
 		lctx, g, err := q.l.attempt(ctx, q.id, lease, true)
 		t.attempt(q.l, g, err, true)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rlock/rlock/internal/redistest"
 	"github.com/rlock/rlock/rlock"
+	"github.com/rlock/rlock/rlock/hooktest"
 )
 
 // TestForceWakesEveryWaiter: an operator's ForceUnlock of an RWMutex held
@@ -78,4 +79,48 @@ func TestForceWakesEveryWaiter(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, 1, n, "the permits stay")
 	})
+}
+
+// TestForceLeavesOwnersWaitersAsleep: another Client force-unlocks a Mutex
+// and takes it while its owner, which does not know yet, still holds it
+// here; a second goroutine of that owner, refused its re-entry, sleeps
+// until the new holder lets go. Its own owner's hold, begun before its
+// ask, is one Redis no longer knows: it must not make the waiter ask
+// again and again (one ask a poke) for as long as the other holds.
+func TestForceLeavesOwnersWaitersAsleep(t *testing.T) {
+	s := redistest.Setup{Node: redistest.Shared(t)}
+	name := redistest.LockName(t)
+	rec := &hooktest.Recorder{}
+	c := newRlock(t, s.Client(t), rlock.WithHooks(rec))
+	m := c.Mutex(name)
+	owner, err := m.Lock(t.Context())
+	require.NoError(t, err)
+
+	other := newRlock(t, s.Client(t)).Mutex(name)
+	forced, err := other.ForceUnlock(t.Context())
+	require.NoError(t, err)
+	require.True(t, forced)
+	taken, err := other.Lock(t.Context())
+	require.NoError(t, err)
+	require.NoError(t, owner.Err(), "the owner's Client has not learnt of the loss yet")
+
+	done := make(chan error, 1)
+	go func() {
+		lctx, err := m.Lock(owner)
+		if err == nil {
+			err = m.Unlock(lctx)
+		}
+		done <- err
+	}()
+	waitWaits(t, rec, 1)
+	const held = time.Second
+	time.Sleep(held) // the other Client holds; the waiter should sleep
+	require.NoError(t, other.Unlock(taken))
+	err = receive(t, done, "the owner's second goroutine after the other Client's Unlock")
+	t.Logf("the re-entry ended with %v", err)
+
+	ends := rec.Snapshot().Acquires
+	require.Len(t, ends, 2, "the first Lock and the re-entry")
+	assert.True(t, ends[1].Waited)
+	assert.LessOrEqual(t, ends[1].Attempts, 3, "the refused re-entry slept while the other Client held the lock, %v", held)
 }

@@ -203,7 +203,7 @@ type callTrace struct {
 // startTrace is a callTrace begun now, with the context the start hook
 // returned.
 func startTrace(ctx context.Context) callTrace {
-	return callTrace{ctx: ctx, start: max(alarm.Now(), 1)}
+	return callTrace{ctx: ctx, start: alarm.Now()}
 }
 
 // acquireTrace follows one acquire for the hooks; its zero value reports
@@ -237,7 +237,7 @@ func (t *acquireTrace) attempt(l *lock, g grant, err error, waits bool) {
 	if t.start == 0 || t.waitStart != 0 || !waits || err != nil || g.acquired {
 		return
 	}
-	t.waitStart = max(alarm.Now(), 1) // 0 means it did not wait
+	t.waitStart = alarm.Now() // 0 means it did not wait
 	l.c.cfg.hooks.AcquireWait(t.ctx, l.ref())
 }
 

@@ -32,11 +32,12 @@ type Clock[T Item] struct {
 	armed time.Duration // when timer fires; 0 while stopped
 }
 
-// start is the origin of Now.
-var start = time.Now()
+// start is the origin of Now, a nanosecond before the package began: Now
+// is never 0, which its callers keep for "not yet" or "never".
+var start = time.Now().Add(-time.Nanosecond)
 
 // Now is the monotonic time since the process began: a point in time in 8
-// bytes rather than a time.Time's 24.
+// bytes rather than a time.Time's 24, and never 0.
 func Now() time.Duration {
 	return time.Since(start)
 }

@@ -21,6 +21,16 @@ type item struct {
 
 func (x *item) Place() *int32 { return &x.place }
 
+// TestNowNeverZero: Now, read at once, is already above 0, which its
+// callers keep for "not yet", and it never goes back; At agrees with it.
+func TestNowNeverZero(t *testing.T) {
+	first := Now()
+	require.Positive(t, first)
+	then := time.Now()
+	require.GreaterOrEqual(t, At(then), first)
+	require.GreaterOrEqual(t, Now(), At(then))
+}
+
 // TestHeapKeepsOrder: however items are added, moved and taken out, the
 // earliest is at the root, every item knows its place, and taking the root
 // out again and again yields the times in order.
