@@ -167,10 +167,18 @@ func (l *lock) unreplicated(ctx context.Context, t *turn, acks int64) error {
 // keep records grant g in turn t, whose turn the caller has: its count,
 // and its hold, whose lease Redis set no earlier than sent, and which the
 // watchdog renews when lease is 0. A level the watchdog refuses is given
-// back.
+// back. A grant that is not the re-entry of t's live hold (Redis answers
+// one with the count sent, t's plus one) took the lock afresh: that hold
+// was lost without this Client knowing yet (forced, or expired), and
+// another owner may have held the lock since, so it ends with ErrLockLost
+// and the grant is a new hold, under its new fencing token.
 func (l *lock) keep(ctx context.Context, t *turn, g grant, sent time.Time, lease time.Duration) error {
-	t.count = g.count
 	h := t.activeHold()
+	if h != nil && g.count != t.count+1 {
+		h.finish(ErrLockLost)
+		h = nil
+	}
+	t.count = g.count
 	if h == nil {
 		h = newHold(l, t, g.token)
 	}

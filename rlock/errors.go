@@ -14,8 +14,9 @@ var (
 
 	// ErrLockLost is the cause (see context.Cause), or is wrapped by the
 	// cause, of a lock context that is done because the lock may no longer
-	// be held: a renewal found it gone, the lease deadline passed without a
-	// renewal, a fixed lease ran out, or ForceUnlock, a failed Unlock or
+	// be held: a renewal found it gone, a Lock of the same owner found it
+	// gone and took it afresh, the lease deadline passed without a renewal,
+	// a fixed lease ran out, or ForceUnlock, a failed Unlock or
 	// Client.Close ended the hold. Match it with errors.Is.
 	ErrLockLost = errors.New("rlock: lock lost")
 
@@ -70,9 +71,9 @@ func (e invalid) Is(target error) bool { return target == ErrInvalidArgument }
 
 // Why a hold ends: every cause its lock contexts may end with
 // (context.Cause), in one place. context.Canceled is the final unlock;
-// ErrLockLost itself, a renewal or a release that found the hold gone in
-// Redis; each other one matches ErrLockLost and says more. The hooks name
-// each with an EndReason (endReason in hooks.go).
+// ErrLockLost itself, a renewal, a release or an acquire that found the
+// hold gone in Redis; each other one matches ErrLockLost and says more.
+// The hooks name each with an EndReason (endReason in hooks.go).
 var (
 	// errDeadlinePassed: the local lease deadline passed before a renewal
 	// confirmed the hold (a fixed lease ran out, or renewals failed).

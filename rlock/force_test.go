@@ -86,7 +86,9 @@ func TestForceWakesEveryWaiter(t *testing.T) {
 // here; a second goroutine of that owner, refused its re-entry, sleeps
 // until the new holder lets go. Its own owner's hold, begun before its
 // ask, is one Redis no longer knows: it must not make the waiter ask
-// again and again (one ask a poke) for as long as the other holds.
+// again and again (one ask a poke) for as long as the other holds. Woken,
+// it finds the lock free, and Redis takes it afresh for the owner, which
+// learns so that its hold was lost.
 func TestForceLeavesOwnersWaitersAsleep(t *testing.T) {
 	s := redistest.Setup{Node: redistest.Shared(t)}
 	name := redistest.LockName(t)
@@ -117,10 +119,63 @@ func TestForceLeavesOwnersWaitersAsleep(t *testing.T) {
 	time.Sleep(held) // the other Client holds; the waiter should sleep
 	require.NoError(t, other.Unlock(taken))
 	err = receive(t, done, "the owner's second goroutine after the other Client's Unlock")
-	t.Logf("the re-entry ended with %v", err)
+	assert.ErrorIs(t, err, rlock.ErrLockLost, "Redis took the lock afresh for it: the owner's hold was lost")
+	assert.ErrorIs(t, context.Cause(owner), rlock.ErrLockLost)
 
 	ends := rec.Snapshot().Acquires
 	require.Len(t, ends, 2, "the first Lock and the re-entry")
 	assert.True(t, ends[1].Waited)
 	assert.LessOrEqual(t, ends[1].Attempts, 3, "the refused re-entry slept while the other Client held the lock, %v", held)
+}
+
+// TestForceThenReentryIsANewHold: an owner's lock is force-unlocked by
+// another Client (and taken and let go there), and then the owner, not
+// told yet, Locks again through its lock context. Redis takes the lock
+// afresh, at count 1 and under a new fencing token: the owner learns then
+// that its hold was lost (someone else held the lock in between), its lock
+// context is done with ErrLockLost, and its Lock, whose context is done,
+// fails with that cause and gives the new level back. A Lock from a fresh
+// context then carries a token above the other Client's.
+func TestForceThenReentryIsANewHold(t *testing.T) {
+	s := redistest.Setup{Node: redistest.Shared(t)}
+	name := redistest.LockName(t)
+	rec := &hooktest.Recorder{}
+	m := newRlock(t, s.Client(t), rlock.WithHooks(rec)).Mutex(name)
+	owner, err := m.Lock(t.Context())
+	require.NoError(t, err)
+	oldToken, ok := m.FencingToken(owner)
+	require.True(t, ok)
+
+	other := newRlock(t, s.Client(t)).Mutex(name)
+	_, err = other.ForceUnlock(t.Context())
+	require.NoError(t, err)
+	taken, err := other.Lock(t.Context())
+	require.NoError(t, err)
+	otherToken, _ := other.FencingToken(taken)
+	assert.Greater(t, otherToken, oldToken)
+	require.NoError(t, other.Unlock(taken))
+	require.NoError(t, owner.Err(), "the owner's Client has not learnt of the loss yet")
+
+	_, err = m.Lock(owner)
+	assert.ErrorIs(t, err, rlock.ErrLockLost, "a re-entry Redis answered with a new hold")
+	assert.ErrorIs(t, context.Cause(owner), rlock.ErrLockLost, "the old hold ended when Redis took the lock afresh")
+	locked, err := m.IsLocked(t.Context())
+	require.NoError(t, err)
+	assert.False(t, locked, "the level granted to a done context was given back")
+	assert.ErrorIs(t, m.Unlock(owner), rlock.ErrNotHeld)
+	ends := rec.Snapshot().Ends
+	if assert.NotEmpty(t, ends) {
+		assert.Equal(t, oldToken, ends[0].Token)
+		assert.Equal(t, rlock.EndGone, ends[0].Reason, "the hooks hear that Redis no longer held it")
+	}
+
+	again, err := m.Lock(t.Context())
+	require.NoError(t, err)
+	token, ok := m.FencingToken(again)
+	require.True(t, ok)
+	assert.Greater(t, token, otherToken, "the new hold's token, above the other Client's")
+	n, err := m.HoldCount(again)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	require.NoError(t, m.Unlock(again))
 }

@@ -151,7 +151,7 @@ type EndReason string
 // holder's lock context was ended with ErrLockLost.
 const (
 	EndReleased      EndReason = "released"       // the final Unlock freed it
-	EndGone          EndReason = "gone"           // a renewal or release found it no longer held in Redis
+	EndGone          EndReason = "gone"           // a renewal, release or acquire found it no longer held in Redis
 	EndDeadline      EndReason = "deadline"       // the local lease deadline passed without a confirmed renewal
 	EndLeaseEnded    EndReason = "lease_ended"    // a fixed lease (LockFor, TryLock with a lease) ran out
 	EndClosed        EndReason = "closed"         // Client.Close
