@@ -129,53 +129,98 @@ func TestForceLeavesOwnersWaitersAsleep(t *testing.T) {
 }
 
 // TestForceThenReentryIsANewHold: an owner's lock is force-unlocked by
-// another Client (and taken and let go there), and then the owner, not
-// told yet, Locks again through its lock context. Redis takes the lock
-// afresh, at count 1 and under a new fencing token: the owner learns then
-// that its hold was lost (someone else held the lock in between), its lock
-// context is done with ErrLockLost, and its Lock, whose context is done,
-// fails with that cause and gives the new level back. A Lock from a fresh
-// context then carries a token above the other Client's.
+// another Client (and taken for writing and let go there), and then the
+// owner, not told yet, Locks again through its lock context. Redis takes
+// the lock afresh, at count 1 and under a new fencing token: the owner
+// learns then that its hold was lost (someone else held the lock in
+// between), its lock context is done with ErrLockLost, and its Lock, whose
+// context is done, fails with that cause and gives the new level back. A
+// Lock from a fresh context then carries the new token. For every kind
+// whose acquire re-enters: Mutex, FairMutex, and RWMutex for writing and
+// reading.
 func TestForceThenReentryIsANewHold(t *testing.T) {
-	s := redistest.Setup{Node: redistest.Shared(t)}
-	name := redistest.LockName(t)
-	rec := &hooktest.Recorder{}
-	m := newRlock(t, s.Client(t), rlock.WithHooks(rec)).Mutex(name)
-	owner, err := m.Lock(t.Context())
-	require.NoError(t, err)
-	oldToken, ok := m.FencingToken(owner)
-	require.True(t, ok)
-
-	other := newRlock(t, s.Client(t)).Mutex(name)
-	_, err = other.ForceUnlock(t.Context())
-	require.NoError(t, err)
-	taken, err := other.Lock(t.Context())
-	require.NoError(t, err)
-	otherToken, _ := other.FencingToken(taken)
-	assert.Greater(t, otherToken, oldToken)
-	require.NoError(t, other.Unlock(taken))
-	require.NoError(t, owner.Err(), "the owner's Client has not learnt of the loss yet")
-
-	_, err = m.Lock(owner)
-	assert.ErrorIs(t, err, rlock.ErrLockLost, "a re-entry Redis answered with a new hold")
-	assert.ErrorIs(t, context.Cause(owner), rlock.ErrLockLost, "the old hold ended when Redis took the lock afresh")
-	locked, err := m.IsLocked(t.Context())
-	require.NoError(t, err)
-	assert.False(t, locked, "the level granted to a done context was given back")
-	assert.ErrorIs(t, m.Unlock(owner), rlock.ErrNotHeld)
-	ends := rec.Snapshot().Ends
-	if assert.NotEmpty(t, ends) {
-		assert.Equal(t, oldToken, ends[0].Token)
-		assert.Equal(t, rlock.EndGone, ends[0].Reason, "the hooks hear that Redis no longer held it")
+	type kind struct {
+		lock, unlock func(context.Context) (context.Context, error)
+		token        func(context.Context) (int64, bool)
+		count        func(context.Context) (int, error)
+		force        func(context.Context) (bool, error)
+		locked       func(context.Context) (bool, error)
 	}
+	unlocking := func(unlock func(context.Context) error) func(context.Context) (context.Context, error) {
+		return func(ctx context.Context) (context.Context, error) { return ctx, unlock(ctx) }
+	}
+	exclusive := func(m hotLock, force func(context.Context) (bool, error)) kind {
+		return kind{m.Lock, unlocking(m.Unlock), m.FencingToken, m.HoldCount, force, m.IsLocked}
+	}
+	kinds := map[string]func(c *rlock.Client, name string) kind{
+		"Mutex": func(c *rlock.Client, name string) kind {
+			m := c.Mutex(name)
+			return exclusive(m, m.ForceUnlock)
+		},
+		"FairMutex": func(c *rlock.Client, name string) kind {
+			m := c.FairMutex(name)
+			return exclusive(m, m.ForceUnlock)
+		},
+		"RWMutex": func(c *rlock.Client, name string) kind {
+			rw := c.RWMutex(name)
+			return exclusive(rw, rw.ForceUnlock)
+		},
+		"RWMutex/read": func(c *rlock.Client, name string) kind {
+			rw := c.RWMutex(name)
+			return kind{rw.RLock, unlocking(rw.RUnlock), rw.FencingToken, rw.RHoldCount, rw.ForceUnlock, rw.IsLocked}
+		},
+	}
+	s := redistest.Setup{Node: redistest.Shared(t)}
+	for name, open := range kinds {
+		t.Run(name, func(t *testing.T) {
+			lockName := redistest.LockName(t)
+			rec := &hooktest.Recorder{}
+			m := open(newRlock(t, s.Client(t), rlock.WithHooks(rec)), lockName)
+			owner, err := m.lock(t.Context())
+			require.NoError(t, err)
+			oldToken, ok := m.token(owner)
+			require.True(t, ok)
 
-	again, err := m.Lock(t.Context())
-	require.NoError(t, err)
-	token, ok := m.FencingToken(again)
-	require.True(t, ok)
-	assert.Greater(t, token, otherToken, "the new hold's token, above the other Client's")
-	n, err := m.HoldCount(again)
-	require.NoError(t, err)
-	assert.Equal(t, 1, n)
-	require.NoError(t, m.Unlock(again))
+			other := open(newRlock(t, s.Client(t)), lockName)
+			_, err = other.force(t.Context())
+			require.NoError(t, err)
+			writer := other // takes it for writing, which moves the token on
+			if name == "RWMutex/read" {
+				writer = exclusive(newRlock(t, s.Client(t)).RWMutex(lockName), nil)
+			}
+			taken, err := writer.lock(t.Context())
+			require.NoError(t, err)
+			otherToken, _ := writer.token(taken)
+			assert.Greater(t, otherToken, oldToken)
+			_, err = writer.unlock(taken)
+			require.NoError(t, err)
+			require.NoError(t, owner.Err(), "the owner's Client has not learnt of the loss yet")
+
+			_, err = m.lock(owner)
+			assert.ErrorIs(t, err, rlock.ErrLockLost, "a re-entry Redis answered with a new hold")
+			assert.ErrorIs(t, context.Cause(owner), rlock.ErrLockLost, "the old hold ended when Redis took the lock afresh")
+			locked, err := m.locked(t.Context())
+			require.NoError(t, err)
+			assert.False(t, locked, "the level granted to a done context was given back")
+			_, err = m.unlock(owner)
+			assert.ErrorIs(t, err, rlock.ErrNotHeld)
+			ends := rec.Snapshot().Ends
+			if assert.NotEmpty(t, ends) {
+				assert.Equal(t, oldToken, ends[0].Token)
+				assert.Equal(t, rlock.EndGone, ends[0].Reason, "the hooks hear that Redis no longer held it")
+			}
+
+			again, err := m.lock(t.Context())
+			require.NoError(t, err)
+			token, ok := m.token(again)
+			require.True(t, ok)
+			assert.GreaterOrEqual(t, token, otherToken, "the new hold's token")
+			assert.Greater(t, token, oldToken)
+			n, err := m.count(again)
+			require.NoError(t, err)
+			assert.Equal(t, 1, n)
+			_, err = m.unlock(again)
+			require.NoError(t, err)
+		})
+	}
 }
