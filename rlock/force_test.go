@@ -224,3 +224,40 @@ func TestForceThenReentryIsANewHold(t *testing.T) {
 		})
 	}
 }
+
+// TestForceReleaseThenAcquireIsANewHold: as TestForceThenReentryIsANewHold
+// for a Semaphore's permits: after another Client's ForceRelease, the
+// owner's next Acquire through its permit context is granted afresh, at
+// one permit; the owner learns that its permits were lost, and the permit
+// granted to its done context is given back.
+func TestForceReleaseThenAcquireIsANewHold(t *testing.T) {
+	s := redistest.Setup{Node: redistest.Shared(t)}
+	name := redistest.LockName(t)
+	sem := newRlock(t, s.Client(t)).Semaphore(name)
+	_, err := sem.TrySetPermits(t.Context(), 2)
+	require.NoError(t, err)
+	owner, err := sem.Acquire(t.Context())
+	require.NoError(t, err)
+	owner, err = sem.Acquire(owner)
+	require.NoError(t, err)
+
+	forced, err := newRlock(t, s.Client(t)).Semaphore(name).ForceRelease(t.Context())
+	require.NoError(t, err)
+	require.True(t, forced)
+	require.NoError(t, owner.Err(), "the owner's Client has not learnt of the loss yet")
+
+	_, err = sem.Acquire(owner)
+	assert.ErrorIs(t, err, rlock.ErrLockLost, "an Acquire Redis answered with a new hold")
+	assert.ErrorIs(t, context.Cause(owner), rlock.ErrLockLost)
+	n, err := sem.Available(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, 2, n, "the permit granted to a done context was given back")
+	assert.ErrorIs(t, sem.Release(owner), rlock.ErrNotHeld)
+
+	again, err := sem.Acquire(t.Context())
+	require.NoError(t, err)
+	held, err := sem.HoldCount(again)
+	require.NoError(t, err)
+	assert.Equal(t, 1, held)
+	require.NoError(t, sem.Release(again))
+}
