@@ -603,3 +603,63 @@ func waitGroup(t *testing.T, wg *sync.WaitGroup, limit time.Duration, what strin
 		t.Fatalf("%s: still waiting after %v", what, limit)
 	}
 }
+
+// TestHostileUnlockOfEndedHold: an owner shared by goroutines (an owner
+// context that holds another lock) takes a lock, lets it go, and takes it
+// again; a stray second Unlock with the first lock context, whose hold
+// ended, gets ErrNotHeld and leaves the later hold, its level and its
+// context alone. The same after a loss: a Lock that Redis answered afresh
+// ended the earlier hold (ForceUnlock by another Client), and an Unlock
+// with the earlier hold's context does not release the later one.
+func TestHostileUnlockOfEndedHold(t *testing.T) {
+	kinds := append(hotLockKinds, struct {
+		name string
+		open func(c *rlock.Client, name string) hotLock
+	}{"RWMutex", func(c *rlock.Client, name string) hotLock { return c.RWMutex(name) }})
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			s := redistest.Setup{Node: redistest.Shared(t)}
+			name := redistest.LockName(t)
+			c := newRlock(t, s.Client(t))
+			owner, err := c.Mutex(name + ":other").Lock(t.Context())
+			require.NoError(t, err)
+			m := k.open(c, name)
+
+			first, err := m.Lock(owner)
+			require.NoError(t, err)
+			require.NoError(t, m.Unlock(first))
+			later, err := m.Lock(owner)
+			require.NoError(t, err)
+			assert.ErrorIs(t, m.Unlock(first), rlock.ErrNotHeld, "the first hold's context, after its final Unlock")
+			requireHeld(t, m, later)
+
+			_, err = k.open(newRlock(t, s.Client(t)), name).(interface {
+				ForceUnlock(context.Context) (bool, error)
+			}).ForceUnlock(t.Context())
+			require.NoError(t, err)
+			afresh, err := m.Lock(owner)
+			require.NoError(t, err, "the owner context carries no hold of this lock: Redis's new hold is bound to it")
+			assert.ErrorIs(t, context.Cause(later), rlock.ErrLockLost, "the hold Redis no longer had")
+			assert.ErrorIs(t, m.Unlock(later), rlock.ErrNotHeld, "the lost hold's context")
+			requireHeld(t, m, afresh)
+			require.NoError(t, m.Unlock(afresh))
+			locked, err := m.IsLocked(t.Context())
+			require.NoError(t, err)
+			assert.False(t, locked)
+			require.NoError(t, c.Mutex(name+":other").Unlock(owner))
+		})
+	}
+}
+
+// requireHeld checks that lctx's hold of m is live, at one level, in this
+// process and in Redis.
+func requireHeld(t *testing.T, m hotLock, lctx context.Context) {
+	t.Helper()
+	require.NoError(t, lctx.Err(), "the hold's context")
+	n, err := m.HoldCount(lctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "the hold's level")
+	locked, err := m.IsLocked(t.Context())
+	require.NoError(t, err)
+	require.True(t, locked, "the lock in Redis")
+}

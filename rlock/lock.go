@@ -92,16 +92,17 @@ func (l *lock) holdID(o *owner) holdID {
 	return holdID{key: l.keys.Hash(), field: l.c.kindField(o, l.kind.suffix)}
 }
 
-// boundHoldID is holdID(o), taken from the hold on l of owner o that ctx
-// carries, if any: an Unlock with its lock context makes no field.
-func (l *lock) boundHoldID(ctx context.Context, o *owner) holdID {
+// boundHold returns the hold on l of owner o that ctx carries, ended or
+// not, and its id; or nil and holdID(o) when ctx carries none. An Unlock
+// with its lock context makes no field.
+func (l *lock) boundHold(ctx context.Context, o *owner) (holdID, *hold) {
 	key := l.keys.Hash()
 	for h, up := nearestBound(ctx); h != nil; h, up = nearestBound(up) {
 		if id := h.id(); h.client() == l.c && id.key == key && l.c.isKindField(id.field, o, l.kind.suffix) {
-			return id
+			return id, h
 		}
 	}
-	return l.holdID(o)
+	return l.holdID(o), nil
 }
 
 // carried returns the active hold on l that ctx carries, if any.

@@ -54,25 +54,31 @@ func (l *lock) unlockLevel(ctx context.Context, tr *releaseTrace) error {
 // Unlock, under a context detached from ctx (bounded by the retry
 // timeout), which the caller cancels after giving the turn back. An owner
 // that holds no level gets ErrNotHeld, once whatever an acquire whose
-// reply was lost may have done is settled.
+// reply was lost may have done is settled; so does a ctx that carries an
+// earlier hold of the owner than the turn's: that hold ended (its final
+// Unlock, or a loss that a Lock answered afresh revealed), and the levels
+// the turn counts are a later hold's, not ctx's to leave.
 func (l *lock) unlockTurn(ctx context.Context) (*turn, context.Context, context.CancelFunc, error) {
 	o, ok := ownerFrom(ctx)
 	if !ok {
 		return nil, nil, nil, l.wrap(ErrNotHeld)
 	}
 	uctx, cancel := l.c.detached(ctx)
-	t, err := l.c.take(uctx, l.boundHoldID(ctx, o))
+	id, carried := l.boundHold(ctx, o)
+	t, err := l.c.take(uctx, id)
 	if err != nil {
 		cancel()
 		return nil, nil, nil, l.wrap(fmt.Errorf("rlock: release: %w", err))
 	}
-	if t.count == 0 {
+	switch {
+	case t.count == 0:
 		l.settle(uctx, t)
-		l.c.give(t)
-		cancel()
-		return nil, nil, nil, l.wrap(ErrNotHeld)
+	case carried == nil || carried == t.hold:
+		return t, uctx, cancel, nil
 	}
-	return t, uctx, cancel, nil
+	l.c.give(t)
+	cancel()
+	return nil, nil, nil, l.wrap(ErrNotHeld)
 }
 
 // unlocked reports an Unlock's release, result or err, in turn t to tr,
