@@ -134,7 +134,8 @@ func (l *lock) attempt(ctx context.Context, id holdID, lease time.Duration, wait
 func (l *lock) ask(ctx context.Context, t *turn, lease time.Duration, waiting bool) (grant, error) {
 	acked := l.c.cfg.replicas > 0
 	buf := callBufs.Get().(*callBuf)
-	call := l.acquireCallIn(buf, t.id.field, t.count+1, l.c.leaseOr(lease), waiting)
+	count := t.next()
+	call := l.acquireCallIn(buf, t.id.field, count, l.c.leaseOr(lease), waiting)
 	var into [3]int64
 	reply, acks, sent, err := l.c.exchangeInto(into[:0], ctx, t, l.kind.acquire, call, acked)
 	freeCall(buf)
@@ -148,17 +149,17 @@ func (l *lock) ask(ctx context.Context, t *turn, lease time.Duration, waiting bo
 	if acked {
 		l.replicaAcked(ctx, acks, sent)
 		if acks < int64(l.c.cfg.replicas) {
-			return grant{}, l.unreplicated(ctx, t, acks)
+			return grant{}, l.unreplicated(ctx, t, count-1, acks)
 		}
 	}
 	return g, l.keep(ctx, t, g, sent, lease)
 }
 
-// unreplicated gives back the level that only acks replicas acknowledged,
-// and returns why.
-func (l *lock) unreplicated(ctx context.Context, t *turn, acks int64) error {
+// unreplicated gives back, to count, the level that only acks replicas
+// acknowledged, and returns why.
+func (l *lock) unreplicated(ctx context.Context, t *turn, count int, acks int64) error {
 	err := fmt.Errorf("%w: %d of %d replicas within %v", ErrNotReplicated, acks, l.c.cfg.replicas, l.c.cfg.replicaTimeout)
-	if rerr := l.giveBack(ctx, t, t.count, "an acquire the replicas did not acknowledge"); rerr != nil {
+	if rerr := l.giveBack(ctx, t, count, "an acquire the replicas did not acknowledge"); rerr != nil {
 		err = fmt.Errorf("%w; %w", err, rerr)
 	}
 	return err
@@ -167,11 +168,17 @@ func (l *lock) unreplicated(ctx context.Context, t *turn, acks int64) error {
 // keep records grant g in turn t, whose turn the caller has: its count,
 // and its hold, whose lease Redis set no earlier than sent, and which the
 // watchdog renews when lease is 0. A level the watchdog refuses is given
-// back. A grant that is not the re-entry of t's live hold (Redis answers
-// one with the count sent, t's plus one) took the lock afresh: that hold
-// was lost without this Client knowing yet (forced, or expired), and
-// another owner may have held the lock since, so it ends with ErrLockLost
-// and the grant is a new hold, under its new fencing token.
+// back.
+//
+// A hold owns the levels granted through it and no others (turn.next), so
+// that an Unlock with an ended hold's context never leaves a later hold's
+// level (unlockTurn). A grant that is not the re-entry of t's live hold
+// (Redis answers one with the count sent, t's plus one) took the lock
+// afresh: that hold was lost without this Client knowing yet (forced, or
+// expired), and another owner may have held the lock since, so it ends
+// with ErrLockLost and the grant is a new hold, under its new fencing
+// token. A re-entry of a hold that ended while it was under way is a new
+// hold too, whose levels below its own, the ended hold's, are given back.
 func (l *lock) keep(ctx context.Context, t *turn, g grant, sent time.Time, lease time.Duration) error {
 	h := t.activeHold()
 	if h != nil && g.count != t.count+1 {
@@ -180,6 +187,11 @@ func (l *lock) keep(ctx context.Context, t *turn, g grant, sent time.Time, lease
 	}
 	t.count = g.count
 	if h == nil {
+		if g.count > 1 {
+			if err := l.giveBack(ctx, t, 1, "the levels of a hold that ended"); err != nil {
+				return err
+			}
+		}
 		h = newHold(l, t, g.token)
 	}
 	if err := h.record(sent, l.c.leaseOr(lease), lease == 0); err != nil {

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rlock/rlock/internal/redistest"
 )
 
 // TestFirstLockContext: a hold's first lock context, which makes its
@@ -104,4 +107,84 @@ func TestLaterLockContext(t *testing.T) {
 	lctx := ended.bind(context.Background())
 	assert.ErrorIs(t, lctx.Err(), context.Canceled)
 	assert.ErrorIs(t, context.Cause(lctx), errGone)
+}
+
+// TestNewHoldOwnsItsLevels: a hold owns the levels granted through it and
+// no others. An owner shared by goroutines (an owner context that holds
+// another lock) holds a lock at two levels when that hold ends here while
+// Redis keeps it (its deadline passed in a pause, say); its next Lock
+// begins a new hold at one level, letting the ended one's two go. An
+// Unlock with the ended hold's contexts then gets ErrNotHeld, and the new
+// hold's one Unlock frees the lock: nothing is left held and renewed. And
+// when the reply of a re-entry comes after its hold ended (keep), the new
+// hold gives back the levels below its own.
+func TestNewHoldOwnsItsLevels(t *testing.T) {
+	node := redistest.Shared(t)
+	raw := node.Client(t)
+	c, err := New(node.Client(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, c.Close()) })
+	name := redistest.LockName(t)
+	owner, err := c.Mutex(name + ":other").Lock(t.Context())
+	require.NoError(t, err)
+	m := c.Mutex(name)
+	l := m.engine()
+	redisCount := func() int {
+		n, err := raw.Do(t.Context(), raw.B().Hget().Key(l.keys.Hash()).Field(l.holdID(ownerOf(t, owner)).field).Build()).AsInt64()
+		require.NoError(t, err)
+		return int(n)
+	}
+
+	first, err := m.Lock(owner)
+	require.NoError(t, err)
+	inner, err := m.Lock(first)
+	require.NoError(t, err)
+	require.Equal(t, 2, redisCount())
+	h, _ := nearestBound(first)
+	h.finish(errDeadlinePassed) // ended here; Redis keeps both levels
+
+	later, err := m.Lock(owner)
+	require.NoError(t, err)
+	assert.Equal(t, 1, redisCount(), "the new hold's one level; the ended hold's let go")
+	assert.ErrorIs(t, m.Unlock(inner), ErrNotHeld)
+	assert.ErrorIs(t, m.Unlock(first), ErrNotHeld)
+	require.NoError(t, later.Err())
+	require.NoError(t, m.Unlock(later))
+	locked, err := m.IsLocked(t.Context())
+	require.NoError(t, err)
+	assert.False(t, locked, "the new hold's final Unlock freed the lock")
+
+	// A re-entry's reply after its hold ended: Redis counts 2, one of them
+	// the ended hold's.
+	first, err = m.Lock(owner)
+	require.NoError(t, err)
+	_, err = m.Lock(first)
+	require.NoError(t, err)
+	tr, err := c.take(t.Context(), l.holdID(ownerOf(t, owner)))
+	require.NoError(t, err)
+	held, _ := nearestBound(first)
+	held.finish(errDeadlinePassed)
+	tr.count = 1 // as before the re-entry, whose grant comes now
+	err = l.keep(t.Context(), tr, grant{acquired: true, count: 2, token: held.token}, time.Now(), 0)
+	require.NoError(t, err)
+	assert.Equal(t, 1, tr.count)
+	assert.NotSame(t, held, tr.hold)
+	assert.NotNil(t, tr.activeHold(), "a new hold")
+	later, err = l.bound(owner, tr) // as the re-entry's call does, in its turn
+	c.give(tr)
+	require.NoError(t, err)
+	assert.Equal(t, 1, redisCount(), "the levels below the new hold's were given back")
+	require.NoError(t, m.Unlock(later))
+	locked, err = m.IsLocked(t.Context())
+	require.NoError(t, err)
+	assert.False(t, locked)
+	require.NoError(t, c.Mutex(name+":other").Unlock(owner))
+}
+
+// ownerOf returns the owner ctx carries.
+func ownerOf(t *testing.T, ctx context.Context) *owner {
+	t.Helper()
+	o, ok := ownerFrom(ctx)
+	require.True(t, ok)
+	return o
 }

@@ -92,12 +92,16 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (context
 // Unlock leaves one level of the hold that ctx's owner has; the last level
 // frees the lock, stops its renewal, ends its context, and wakes a waiter.
 // It returns ErrNotHeld when that owner does not hold the lock, leaving the
-// real holder's lock intact.
+// real holder's lock intact; and when ctx is the lock context of a hold
+// that ended (its final Unlock, or a loss) while the owner holds the lock
+// again under a later hold, whose levels are not ctx's to leave.
 //
 // Unlock runs even when ctx is already done, bounded by the retry timeout,
 // so that a cancelled request does not leave its lock held. If it fails for
 // another reason, renewal stops all the same and the lease frees the lock;
-// calling Unlock again with the same context retries it.
+// calling Unlock again with the same context retries it. (A hold owns only
+// the levels granted through it: once the owner Locks again, which begins a
+// new hold, the levels an ended hold left in Redis are let go.)
 func (m *Mutex) Unlock(ctx context.Context) error {
 	return m.engine().unlockHandingOver(ctx)
 }

@@ -238,7 +238,7 @@ func (l *lock) keepPermit(ctx context.Context, t *turn, acked bool, acks int64, 
 	if acked {
 		l.replicaAcked(ctx, acks, sent)
 		if acks < int64(l.c.cfg.replicas) {
-			return l.unreplicated(ctx, t, acks)
+			return l.unreplicated(ctx, t, t.count, acks)
 		}
 	}
 	if ctx.Err() != nil {

@@ -350,6 +350,18 @@ func (c *Client) heldSince(id holdID) (time.Duration, bool) {
 	return t.hold.since, true
 }
 
+// next is the count an acquire in the turn asks Redis for: one above its
+// live hold's, or 1, which begins a new hold. Levels that an ended hold
+// left in Redis (its Unlock failed, or its deadline passed while Redis
+// kept it) are not carried into the next: its acquire sets the count to 1,
+// which lets them go. The caller has the turn.
+func (t *turn) next() int {
+	if t.activeHold() == nil {
+		return 1
+	}
+	return t.count + 1
+}
+
 // activeHold returns the turn's hold if it has not ended. The caller has
 // the turn, or its shard's mu.
 func (t *turn) activeHold() *hold {
