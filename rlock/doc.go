@@ -102,7 +102,9 @@
 // returns is done, with a cause (read it with context.Cause) that
 // errors.Is matches to ErrLockLost, when the lock may no longer be held:
 //
-//   - a renewal found the lock gone, or held by another owner;
+//   - a renewal found the lock gone, or held by another owner; or a Lock of
+//     the same owner found it gone and took it afresh (a new hold, under a
+//     new fencing token);
 //   - no renewal succeeded before the local deadline: the lease counted from
 //     when the last acquire or renewal request was sent, less an allowance
 //     for clock drift (1% of the lease plus 2 ms), so the context is done no
@@ -121,6 +123,9 @@
 // release the lock: always Unlock, which runs even with a done context,
 // within the retry timeout (WithRetryTimeout). Unlock returns ErrNotHeld
 // when the lock was lost meanwhile, and leaves another owner's hold alone.
+// A hold owns the levels taken through it: once it has ended, an Unlock
+// with its context never leaves a level of the owner's later hold, and a
+// later Lock does not take over what it left in Redis.
 //
 // That promise holds while Redis keeps what it acknowledged. A Redis that
 // restarts empty (no persistence) sooner than one lease after it stopped, or
