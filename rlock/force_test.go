@@ -2,6 +2,10 @@ package rlock_test
 
 import (
 	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -260,4 +264,74 @@ func TestForceReleaseThenAcquireIsANewHold(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, held)
 	require.NoError(t, sem.Release(again))
+}
+
+// TestHostileSharedOwnerUnderForce: eight goroutines of one owner (an owner
+// context that holds another lock) take, re-enter and leave a Mutex over
+// and over, while another Client force-unlocks it and takes it now and
+// then, so that the owner's holds are lost under its goroutines, found
+// lost by their Locks, and begun again. Every call ends with the lock, or
+// with ErrLockLost or ErrNotHeld for a hold the force ended; and once they
+// have all left, the lock is free at once and the owner holds no level:
+// no level of an ended hold is left behind, held, or renewed.
+func TestHostileSharedOwnerUnderForce(t *testing.T) {
+	s := redistest.Setup{Node: redistest.Shared(t)}
+	name := redistest.LockName(t)
+	c := newRlock(t, s.Client(t))
+	owner, err := c.Mutex(name + ":other").Lock(t.Context())
+	require.NoError(t, err)
+	m := c.Mutex(name)
+	other := newRlock(t, s.Client(t)).Mutex(name)
+
+	stop, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
+	defer cancel()
+	var wg sync.WaitGroup
+	var holds, lost atomic.Int64
+	expected := func(err error) bool {
+		return err == nil || errors.Is(err, rlock.ErrLockLost) || errors.Is(err, rlock.ErrNotHeld)
+	}
+	for range 8 {
+		wg.Go(func() {
+			for stop.Err() == nil {
+				lctx, err := m.Lock(owner)
+				if !assert.True(t, expected(err), "Lock: %v", err) || err != nil {
+					lost.Add(1)
+					continue
+				}
+				holds.Add(1)
+				inner, err := m.Lock(lctx)
+				assert.True(t, expected(err), "re-entry: %v", err)
+				time.Sleep(time.Duration(rand.IntN(500)) * time.Microsecond)
+				if err == nil {
+					assert.True(t, expected(m.Unlock(inner)))
+				}
+				if err := m.Unlock(lctx); !assert.True(t, expected(err), "Unlock: %v", err) || err != nil {
+					lost.Add(1)
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for stop.Err() == nil {
+			time.Sleep(time.Duration(5+rand.IntN(20)) * time.Millisecond)
+			_, err := other.ForceUnlock(t.Context())
+			assert.NoError(t, err)
+			if rand.IntN(2) == 0 {
+				if octx, ok, err := other.TryLock(t.Context(), 0, 0); assert.NoError(t, err) && ok {
+					time.Sleep(time.Millisecond)
+					assert.True(t, expected(other.Unlock(octx)))
+				}
+			}
+		}
+	})
+	waitGroup(t, &wg, redistest.Patience, "every goroutine stops")
+	t.Logf("holds %d, calls that found theirs lost %d", holds.Load(), lost.Load())
+	assert.Positive(t, lost.Load(), "the force ended some holds")
+	n, err := m.HoldCount(owner)
+	require.NoError(t, err)
+	assert.Zero(t, n, "the owner holds no level")
+	locked, err := m.IsLocked(t.Context())
+	require.NoError(t, err)
+	assert.False(t, locked, "the lock is free once every goroutine has left it")
+	require.NoError(t, c.Mutex(name+":other").Unlock(owner))
 }

@@ -150,8 +150,8 @@ func (tt *turnTable) len() int {
 // uncontended Lock+Unlock makes one and drops it, and then allocates none.
 var idleTurns = sync.Pool{New: func() any { return new(turn) }}
 
-// take waits for id's turn, or fails when ctx is done first or the Client
-// is closed. The caller must give the turn back.
+// take waits for id's turn, or fails when ctx is done first (as doneErr
+// says) or the Client is closed. The caller must give the turn back.
 func (c *Client) take(ctx context.Context, id holdID) (*turn, error) {
 	sh, hash := c.turns.shard(id)
 	sh.mu.Lock()
@@ -175,7 +175,7 @@ func (c *Client) take(ctx context.Context, id holdID) (*turn, error) {
 	case <-w.handed:
 		return t, nil
 	case <-ctx.Done():
-		err = ctx.Err()
+		err = doneErr(ctx) // with its cause: a lock context's loss matches ErrLockLost
 	case <-c.closed:
 		err = ErrClosed
 	}
