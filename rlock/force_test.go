@@ -267,71 +267,86 @@ func TestForceReleaseThenAcquireIsANewHold(t *testing.T) {
 }
 
 // TestHostileSharedOwnerUnderForce: eight goroutines of one owner (an owner
-// context that holds another lock) take, re-enter and leave a Mutex over
+// context that holds another lock) take, re-enter and leave a lock over
 // and over, while another Client force-unlocks it and takes it now and
 // then, so that the owner's holds are lost under its goroutines, found
 // lost by their Locks, and begun again. Every call ends with the lock, or
 // with ErrLockLost or ErrNotHeld for a hold the force ended; and once they
 // have all left, the lock is free at once and the owner holds no level:
-// no level of an ended hold is left behind, held, or renewed.
+// no level of an ended hold is left behind, held, or renewed. For Mutex,
+// FairMutex and RWMutex.
 func TestHostileSharedOwnerUnderForce(t *testing.T) {
-	s := redistest.Setup{Node: redistest.Shared(t)}
-	name := redistest.LockName(t)
-	c := newRlock(t, s.Client(t))
-	owner, err := c.Mutex(name + ":other").Lock(t.Context())
-	require.NoError(t, err)
-	m := c.Mutex(name)
-	other := newRlock(t, s.Client(t)).Mutex(name)
-
-	stop, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
-	defer cancel()
-	var wg sync.WaitGroup
-	var holds, lost atomic.Int64
-	expected := func(err error) bool {
-		return err == nil || errors.Is(err, rlock.ErrLockLost) || errors.Is(err, rlock.ErrNotHeld)
+	type forceable interface {
+		hotLock
+		ForceUnlock(ctx context.Context) (bool, error)
+		TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, bool, error)
 	}
-	for range 8 {
-		wg.Go(func() {
-			for stop.Err() == nil {
-				lctx, err := m.Lock(owner)
-				if !assert.True(t, expected(err), "Lock: %v", err) || err != nil {
-					lost.Add(1)
-					continue
-				}
-				holds.Add(1)
-				inner, err := m.Lock(lctx)
-				assert.True(t, expected(err), "re-entry: %v", err)
-				time.Sleep(time.Duration(rand.IntN(500)) * time.Microsecond)
-				if err == nil {
-					assert.True(t, expected(m.Unlock(inner)))
-				}
-				if err := m.Unlock(lctx); !assert.True(t, expected(err), "Unlock: %v", err) || err != nil {
-					lost.Add(1)
-				}
+	kinds := map[string]func(c *rlock.Client, name string) forceable{
+		"Mutex":     func(c *rlock.Client, name string) forceable { return c.Mutex(name) },
+		"FairMutex": func(c *rlock.Client, name string) forceable { return c.FairMutex(name) },
+		"RWMutex":   func(c *rlock.Client, name string) forceable { return c.RWMutex(name) },
+	}
+	for kind, open := range kinds {
+		t.Run(kind, func(t *testing.T) {
+			s := redistest.Setup{Node: redistest.Shared(t)}
+			name := redistest.LockName(t)
+			c := newRlock(t, s.Client(t))
+			owner, err := c.Mutex(name + ":other").Lock(t.Context())
+			require.NoError(t, err)
+			m := open(c, name)
+			other := open(newRlock(t, s.Client(t)), name)
+
+			stop, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
+			defer cancel()
+			var wg sync.WaitGroup
+			var holds, lost atomic.Int64
+			expected := func(err error) bool {
+				return err == nil || errors.Is(err, rlock.ErrLockLost) || errors.Is(err, rlock.ErrNotHeld)
 			}
+			for range 8 {
+				wg.Go(func() {
+					for stop.Err() == nil {
+						lctx, err := m.Lock(owner)
+						if !assert.True(t, expected(err), "Lock: %v", err) || err != nil {
+							lost.Add(1)
+							continue
+						}
+						holds.Add(1)
+						inner, err := m.Lock(lctx)
+						assert.True(t, expected(err), "re-entry: %v", err)
+						time.Sleep(time.Duration(rand.IntN(500)) * time.Microsecond)
+						if err == nil {
+							assert.True(t, expected(m.Unlock(inner)))
+						}
+						if err := m.Unlock(lctx); !assert.True(t, expected(err), "Unlock: %v", err) || err != nil {
+							lost.Add(1)
+						}
+					}
+				})
+			}
+			wg.Go(func() {
+				for stop.Err() == nil {
+					time.Sleep(time.Duration(5+rand.IntN(20)) * time.Millisecond)
+					_, err := other.ForceUnlock(t.Context())
+					assert.NoError(t, err)
+					if rand.IntN(2) == 0 {
+						if octx, ok, err := other.TryLock(t.Context(), 0, 0); assert.NoError(t, err) && ok {
+							time.Sleep(time.Millisecond)
+							assert.True(t, expected(other.Unlock(octx)))
+						}
+					}
+				}
+			})
+			waitGroup(t, &wg, redistest.Patience, "every goroutine stops")
+			t.Logf("holds %d, calls that found theirs lost %d", holds.Load(), lost.Load())
+			assert.Positive(t, lost.Load(), "the force ended some holds")
+			n, err := m.HoldCount(owner)
+			require.NoError(t, err)
+			assert.Zero(t, n, "the owner holds no level")
+			locked, err := m.IsLocked(t.Context())
+			require.NoError(t, err)
+			assert.False(t, locked, "the lock is free once every goroutine has left it")
+			require.NoError(t, c.Mutex(name+":other").Unlock(owner))
 		})
 	}
-	wg.Go(func() {
-		for stop.Err() == nil {
-			time.Sleep(time.Duration(5+rand.IntN(20)) * time.Millisecond)
-			_, err := other.ForceUnlock(t.Context())
-			assert.NoError(t, err)
-			if rand.IntN(2) == 0 {
-				if octx, ok, err := other.TryLock(t.Context(), 0, 0); assert.NoError(t, err) && ok {
-					time.Sleep(time.Millisecond)
-					assert.True(t, expected(other.Unlock(octx)))
-				}
-			}
-		}
-	})
-	waitGroup(t, &wg, redistest.Patience, "every goroutine stops")
-	t.Logf("holds %d, calls that found theirs lost %d", holds.Load(), lost.Load())
-	assert.Positive(t, lost.Load(), "the force ended some holds")
-	n, err := m.HoldCount(owner)
-	require.NoError(t, err)
-	assert.Zero(t, n, "the owner holds no level")
-	locked, err := m.IsLocked(t.Context())
-	require.NoError(t, err)
-	assert.False(t, locked, "the lock is free once every goroutine has left it")
-	require.NoError(t, c.Mutex(name+":other").Unlock(owner))
 }
