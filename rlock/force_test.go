@@ -274,7 +274,7 @@ func TestForceReleaseThenAcquireIsANewHold(t *testing.T) {
 // with ErrLockLost or ErrNotHeld for a hold the force ended; and once they
 // have all left, the lock is free at once and the owner holds no level:
 // no level of an ended hold is left behind, held, or renewed. For Mutex,
-// FairMutex and RWMutex.
+// FairMutex, and RWMutex for writing and for reading.
 func TestHostileSharedOwnerUnderForce(t *testing.T) {
 	type forceable interface {
 		hotLock
@@ -285,6 +285,9 @@ func TestHostileSharedOwnerUnderForce(t *testing.T) {
 		"Mutex":     func(c *rlock.Client, name string) forceable { return c.Mutex(name) },
 		"FairMutex": func(c *rlock.Client, name string) forceable { return c.FairMutex(name) },
 		"RWMutex":   func(c *rlock.Client, name string) forceable { return c.RWMutex(name) },
+		"RWMutex/read": func(c *rlock.Client, name string) forceable {
+			return readSide{c.RWMutex(name)}
+		},
 	}
 	for kind, open := range kinds {
 		t.Run(kind, func(t *testing.T) {
@@ -349,4 +352,14 @@ func TestHostileSharedOwnerUnderForce(t *testing.T) {
 			require.NoError(t, c.Mutex(name+":other").Unlock(owner))
 		})
 	}
+}
+
+// readSide is an RWMutex's read lock as a lock of its own.
+type readSide struct{ *rlock.RWMutex }
+
+func (r readSide) Lock(ctx context.Context) (context.Context, error) { return r.RLock(ctx) }
+func (r readSide) Unlock(ctx context.Context) error                  { return r.RUnlock(ctx) }
+func (r readSide) HoldCount(ctx context.Context) (int, error)        { return r.RHoldCount(ctx) }
+func (r readSide) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, bool, error) {
+	return r.TryRLock(ctx, wait, lease)
 }
