@@ -191,6 +191,9 @@ func (l *lock) keep(ctx context.Context, t *turn, g grant, sent time.Time, lease
 			if err := l.giveBack(ctx, t, 1, "the levels of a hold that ended"); err != nil {
 				return err
 			}
+			if t.count != 1 {
+				return ErrLockLost // Redis no longer held it when they were given back
+			}
 		}
 		h = newHold(l, t, g.token)
 	}

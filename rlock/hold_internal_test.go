@@ -117,7 +117,8 @@ func TestLaterLockContext(t *testing.T) {
 // Unlock with the ended hold's contexts then gets ErrNotHeld, and the new
 // hold's one Unlock frees the lock: nothing is left held and renewed. And
 // when the reply of a re-entry comes after its hold ended (keep), the new
-// hold gives back the levels below its own.
+// hold gives back the levels below its own, unless Redis lost them all
+// meanwhile: then the grant fails as lost.
 func TestNewHoldOwnsItsLevels(t *testing.T) {
 	node := redistest.Shared(t)
 	raw := node.Client(t)
@@ -178,6 +179,24 @@ func TestNewHoldOwnsItsLevels(t *testing.T) {
 	locked, err = m.IsLocked(t.Context())
 	require.NoError(t, err)
 	assert.False(t, locked)
+
+	// The same, with the lock gone from Redis before the levels below are
+	// given back: no new hold, and the grant fails as lost.
+	first, err = m.Lock(owner)
+	require.NoError(t, err)
+	_, err = m.Lock(first)
+	require.NoError(t, err)
+	tr, err = c.take(t.Context(), l.holdID(ownerOf(t, owner)))
+	require.NoError(t, err)
+	held, _ = nearestBound(first)
+	held.finish(errDeadlinePassed)
+	require.NoError(t, raw.Do(t.Context(), raw.B().Del().Key(l.keys.Hash()).Build()).Error())
+	tr.count = 1
+	err = l.keep(t.Context(), tr, grant{acquired: true, count: 2, token: held.token}, time.Now(), 0)
+	assert.ErrorIs(t, err, ErrLockLost)
+	assert.Zero(t, tr.count)
+	assert.Same(t, held, tr.hold, "no new hold")
+	c.give(tr)
 	require.NoError(t, c.Mutex(name+":other").Unlock(owner))
 }
 
