@@ -178,7 +178,8 @@ func (l *lock) unreplicated(ctx context.Context, t *turn, count int, acks int64)
 // expired), and another owner may have held the lock since, so it ends
 // with ErrLockLost and the grant is a new hold, under its new fencing
 // token. A re-entry of a hold that ended while it was under way is a new
-// hold too, whose levels below its own, the ended hold's, are given back.
+// hold too, whose levels below its own, the ended hold's, are given back;
+// when Redis no longer held any by then, the grant fails as lost.
 func (l *lock) keep(ctx context.Context, t *turn, g grant, sent time.Time, lease time.Duration) error {
 	h := t.activeHold()
 	if h != nil && g.count != t.count+1 {
