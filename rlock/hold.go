@@ -37,12 +37,14 @@ type hold struct {
 
 // newHold records in turn t, whose turn the caller has, the new hold of
 // its owner on l, whose first level was granted with token, and returns
-// it. The hold is in the turn before its Client's lot counts it: a waiter
-// of the owner that parks after the count woke the owner's parked
-// waiters finds it there (parkingLot.park).
+// it. The hooks hear that it began first: one granted after Close ends at
+// once (setHold). The hold is in the turn before its Client's lot counts
+// it: a waiter of the owner that parks after the count woke the owner's
+// parked waiters finds it there (parkingLot.park).
 func newHold(l *lock, t *turn, token int64) *hold {
 	h := &hold{l: l, token: token, since: alarm.Now()}
 	h.entry = watchdog.Entry{Key: t.id.key, Field: t.id.field, Holder: h}
+	h.hookStart()
 	l.c.setHold(t, h)
 	if l.c.lot.holding(l, t.id) {
 		// Close may have ended it since it was set in the turn.
@@ -54,7 +56,6 @@ func newHold(l *lock, t *turn, token int64) *hold {
 			l.c.lot.unheld(t.id.key)
 		}
 	}
-	h.hookStart()
 	return h
 }
 

@@ -3,6 +3,7 @@ package rlock
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -206,4 +207,42 @@ func ownerOf(t *testing.T, ctx context.Context) *owner {
 	o, ok := ownerFrom(ctx)
 	require.True(t, ok)
 	return o
+}
+
+// holdHooks records which of HoldStart and HoldEnd the hooks heard, in
+// order.
+type holdHooks struct {
+	NopHooks
+	mu    sync.Mutex
+	heard []string
+}
+
+func (k *holdHooks) HoldStart(HoldStart) { k.hear("start") }
+func (k *holdHooks) HoldEnd(HoldEnd)     { k.hear("end") }
+
+func (k *holdHooks) hear(what string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.heard = append(k.heard, what)
+}
+
+// TestHoldGrantedAfterCloseBegins: a grant whose reply comes after Close
+// collected the Client's holds makes a hold that ends at once; the hooks
+// hear that it began before they hear that it ended.
+func TestHoldGrantedAfterCloseBegins(t *testing.T) {
+	hk := &holdHooks{}
+	c, err := New(redistest.Shared(t).Client(t), WithHooks(hk))
+	require.NoError(t, err)
+	l := c.Mutex(redistest.LockName(t)).engine()
+	_, o := withOwner(t.Context())
+	tr, err := c.take(t.Context(), l.holdID(o))
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+
+	h := newHold(l, tr, 1) // as the grant recorded after Close
+	c.give(tr)
+	assert.ErrorIs(t, h.life.Cause(), ErrClosed)
+	hk.mu.Lock()
+	defer hk.mu.Unlock()
+	assert.Equal(t, []string{"start", "end"}, hk.heard)
 }
