@@ -143,88 +143,54 @@ func TestForceLeavesOwnersWaitersAsleep(t *testing.T) {
 // whose acquire re-enters: Mutex, FairMutex, and RWMutex for writing and
 // reading.
 func TestForceThenReentryIsANewHold(t *testing.T) {
-	type kind struct {
-		lock, unlock func(context.Context) (context.Context, error)
-		token        func(context.Context) (int64, bool)
-		count        func(context.Context) (int, error)
-		force        func(context.Context) (bool, error)
-		locked       func(context.Context) (bool, error)
-	}
-	unlocking := func(unlock func(context.Context) error) func(context.Context) (context.Context, error) {
-		return func(ctx context.Context) (context.Context, error) { return ctx, unlock(ctx) }
-	}
-	exclusive := func(m hotLock, force func(context.Context) (bool, error)) kind {
-		return kind{m.Lock, unlocking(m.Unlock), m.FencingToken, m.HoldCount, force, m.IsLocked}
-	}
-	kinds := map[string]func(c *rlock.Client, name string) kind{
-		"Mutex": func(c *rlock.Client, name string) kind {
-			m := c.Mutex(name)
-			return exclusive(m, m.ForceUnlock)
-		},
-		"FairMutex": func(c *rlock.Client, name string) kind {
-			m := c.FairMutex(name)
-			return exclusive(m, m.ForceUnlock)
-		},
-		"RWMutex": func(c *rlock.Client, name string) kind {
-			rw := c.RWMutex(name)
-			return exclusive(rw, rw.ForceUnlock)
-		},
-		"RWMutex/read": func(c *rlock.Client, name string) kind {
-			rw := c.RWMutex(name)
-			return kind{rw.RLock, unlocking(rw.RUnlock), rw.FencingToken, rw.RHoldCount, rw.ForceUnlock, rw.IsLocked}
-		},
-	}
 	s := redistest.Setup{Node: redistest.Shared(t)}
-	for name, open := range kinds {
+	for name, open := range forceKinds {
 		t.Run(name, func(t *testing.T) {
 			lockName := redistest.LockName(t)
 			rec := &hooktest.Recorder{}
 			m := open(newRlock(t, s.Client(t), rlock.WithHooks(rec)), lockName)
-			owner, err := m.lock(t.Context())
+			owner, err := m.Lock(t.Context())
 			require.NoError(t, err)
-			oldToken, ok := m.token(owner)
+			oldToken, ok := m.FencingToken(owner)
 			require.True(t, ok)
 
 			other := open(newRlock(t, s.Client(t)), lockName)
-			_, err = other.force(t.Context())
+			_, err = other.ForceUnlock(t.Context())
 			require.NoError(t, err)
 			writer := other // takes it for writing, which moves the token on
 			if name == "RWMutex/read" {
-				writer = exclusive(newRlock(t, s.Client(t)).RWMutex(lockName), nil)
+				writer = newRlock(t, s.Client(t)).RWMutex(lockName)
 			}
-			taken, err := writer.lock(t.Context())
+			taken, err := writer.Lock(t.Context())
 			require.NoError(t, err)
-			otherToken, _ := writer.token(taken)
+			otherToken, _ := writer.FencingToken(taken)
 			assert.Greater(t, otherToken, oldToken)
-			_, err = writer.unlock(taken)
-			require.NoError(t, err)
+			require.NoError(t, writer.Unlock(taken))
 			require.NoError(t, owner.Err(), "the owner's Client has not learnt of the loss yet")
 
-			_, err = m.lock(owner)
+			_, err = m.Lock(owner)
 			assert.ErrorIs(t, err, rlock.ErrLockLost, "a re-entry Redis answered with a new hold")
 			assert.ErrorIs(t, context.Cause(owner), rlock.ErrLockLost, "the old hold ended when Redis took the lock afresh")
-			locked, err := m.locked(t.Context())
+			locked, err := m.IsLocked(t.Context())
 			require.NoError(t, err)
 			assert.False(t, locked, "the level granted to a done context was given back")
-			_, err = m.unlock(owner)
-			assert.ErrorIs(t, err, rlock.ErrNotHeld)
+			assert.ErrorIs(t, m.Unlock(owner), rlock.ErrNotHeld)
 			ends := rec.Snapshot().Ends
 			if assert.NotEmpty(t, ends) {
 				assert.Equal(t, oldToken, ends[0].Token)
 				assert.Equal(t, rlock.EndGone, ends[0].Reason, "the hooks hear that Redis no longer held it")
 			}
 
-			again, err := m.lock(t.Context())
+			again, err := m.Lock(t.Context())
 			require.NoError(t, err)
-			token, ok := m.token(again)
+			token, ok := m.FencingToken(again)
 			require.True(t, ok)
 			assert.GreaterOrEqual(t, token, otherToken, "the new hold's token")
 			assert.Greater(t, token, oldToken)
-			n, err := m.count(again)
+			n, err := m.HoldCount(again)
 			require.NoError(t, err)
 			assert.Equal(t, 1, n)
-			_, err = m.unlock(again)
-			require.NoError(t, err)
+			require.NoError(t, m.Unlock(again))
 		})
 	}
 }
@@ -276,20 +242,7 @@ func TestForceReleaseThenAcquireIsANewHold(t *testing.T) {
 // no level of an ended hold is left behind, held, or renewed. For Mutex,
 // FairMutex, and RWMutex for writing and for reading.
 func TestHostileSharedOwnerUnderForce(t *testing.T) {
-	type forceable interface {
-		hotLock
-		ForceUnlock(ctx context.Context) (bool, error)
-		TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, bool, error)
-	}
-	kinds := map[string]func(c *rlock.Client, name string) forceable{
-		"Mutex":     func(c *rlock.Client, name string) forceable { return c.Mutex(name) },
-		"FairMutex": func(c *rlock.Client, name string) forceable { return c.FairMutex(name) },
-		"RWMutex":   func(c *rlock.Client, name string) forceable { return c.RWMutex(name) },
-		"RWMutex/read": func(c *rlock.Client, name string) forceable {
-			return readSide{c.RWMutex(name)}
-		},
-	}
-	for kind, open := range kinds {
+	for kind, open := range forceKinds {
 		t.Run(kind, func(t *testing.T) {
 			s := redistest.Setup{Node: redistest.Shared(t)}
 			name := redistest.LockName(t)
@@ -352,6 +305,24 @@ func TestHostileSharedOwnerUnderForce(t *testing.T) {
 			require.NoError(t, c.Mutex(name+":other").Unlock(owner))
 		})
 	}
+}
+
+// forceable is a lock of any kind that re-enters, as the tests of forced
+// losses drive it.
+type forceable interface {
+	hotLock
+	ForceUnlock(ctx context.Context) (bool, error)
+	TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, bool, error)
+}
+
+// forceKinds are the kinds whose acquire re-enters, as the tests of forced
+// losses open them: Mutex, FairMutex, and RWMutex for writing and for
+// reading.
+var forceKinds = map[string]func(c *rlock.Client, name string) forceable{
+	"Mutex":        func(c *rlock.Client, name string) forceable { return c.Mutex(name) },
+	"FairMutex":    func(c *rlock.Client, name string) forceable { return c.FairMutex(name) },
+	"RWMutex":      func(c *rlock.Client, name string) forceable { return c.RWMutex(name) },
+	"RWMutex/read": func(c *rlock.Client, name string) forceable { return readSide{c.RWMutex(name)} },
 }
 
 // readSide is an RWMutex's read lock as a lock of its own.

@@ -610,20 +610,17 @@ func waitGroup(t *testing.T, wg *sync.WaitGroup, limit time.Duration, what strin
 // ended, gets ErrNotHeld and leaves the later hold, its level and its
 // context alone. The same after a loss: a Lock that Redis answered afresh
 // ended the earlier hold (ForceUnlock by another Client), and an Unlock
-// with the earlier hold's context does not release the later one.
+// with the earlier hold's context does not release the later one. For
+// every kind in forceKinds.
 func TestHostileUnlockOfEndedHold(t *testing.T) {
-	kinds := append(hotLockKinds, struct {
-		name string
-		open func(c *rlock.Client, name string) hotLock
-	}{"RWMutex", func(c *rlock.Client, name string) hotLock { return c.RWMutex(name) }})
-	for _, k := range kinds {
-		t.Run(k.name, func(t *testing.T) {
+	for kind, open := range forceKinds {
+		t.Run(kind, func(t *testing.T) {
 			s := redistest.Setup{Node: redistest.Shared(t)}
 			name := redistest.LockName(t)
 			c := newRlock(t, s.Client(t))
 			owner, err := c.Mutex(name + ":other").Lock(t.Context())
 			require.NoError(t, err)
-			m := k.open(c, name)
+			m := open(c, name)
 
 			first, err := m.Lock(owner)
 			require.NoError(t, err)
@@ -633,9 +630,7 @@ func TestHostileUnlockOfEndedHold(t *testing.T) {
 			assert.ErrorIs(t, m.Unlock(first), rlock.ErrNotHeld, "the first hold's context, after its final Unlock")
 			requireHeld(t, m, later)
 
-			_, err = k.open(newRlock(t, s.Client(t)), name).(interface {
-				ForceUnlock(context.Context) (bool, error)
-			}).ForceUnlock(t.Context())
+			_, err = open(newRlock(t, s.Client(t)), name).ForceUnlock(t.Context())
 			require.NoError(t, err)
 			afresh, err := m.Lock(owner)
 			require.NoError(t, err, "the owner context carries no hold of this lock: Redis's new hold is bound to it")
