@@ -82,9 +82,7 @@ func TestFairHostileSharedOwner(t *testing.T) {
 
 	rec := &hooktest.Recorder{}
 	c := newRlock(t, s.Client(t), rlock.WithHooks(rec))
-	// An owner context that holds another lock, not this one.
-	owner, err := c.Mutex(name + ":other").Lock(t.Context())
-	require.NoError(t, err)
+	owner := sharedOwner(t, c, name)
 	fm := c.FairMutex(name)
 	const goroutines = 16
 	var wg sync.WaitGroup
@@ -120,7 +118,6 @@ func TestFairHostileSharedOwner(t *testing.T) {
 		require.NoError(t, fm.Unlock(lctx))
 	}
 	require.NoError(t, next.Unlock(receive(t, got, "the next owner's Lock after the shared owner's last Unlock")))
-	require.NoError(t, c.Mutex(name+":other").Unlock(owner))
 }
 
 // TestFairHostileCancelMidRequest: 40 Lock calls on a contended fair lock

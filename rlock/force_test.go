@@ -244,12 +244,7 @@ func TestForceReleaseThenAcquireIsANewHold(t *testing.T) {
 func TestHostileSharedOwnerUnderForce(t *testing.T) {
 	for kind, open := range forceKinds {
 		t.Run(kind, func(t *testing.T) {
-			s := redistest.Setup{Node: redistest.Shared(t)}
-			name := redistest.LockName(t)
-			c := newRlock(t, s.Client(t))
-			owner, err := c.Mutex(name + ":other").Lock(t.Context())
-			require.NoError(t, err)
-			m := open(c, name)
+			s, name, owner, m := ownedLock(t, open)
 			other := open(newRlock(t, s.Client(t)), name)
 
 			stop, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
@@ -302,7 +297,6 @@ func TestHostileSharedOwnerUnderForce(t *testing.T) {
 			locked, err := m.IsLocked(t.Context())
 			require.NoError(t, err)
 			assert.False(t, locked, "the lock is free once every goroutine has left it")
-			require.NoError(t, c.Mutex(name+":other").Unlock(owner))
 		})
 	}
 }
@@ -323,6 +317,16 @@ var forceKinds = map[string]func(c *rlock.Client, name string) forceable{
 	"FairMutex":    func(c *rlock.Client, name string) forceable { return c.FairMutex(name) },
 	"RWMutex":      func(c *rlock.Client, name string) forceable { return c.RWMutex(name) },
 	"RWMutex/read": func(c *rlock.Client, name string) forceable { return readSide{c.RWMutex(name)} },
+}
+
+// ownedLock opens a lock with open on a Client of its own, and returns
+// the setup it runs on, its name, and an owner context for goroutines to
+// share (sharedOwner), which holds no level of it.
+func ownedLock(t *testing.T, open func(c *rlock.Client, name string) forceable) (redistest.Setup, string, context.Context, forceable) {
+	s := redistest.Setup{Node: redistest.Shared(t)}
+	name := redistest.LockName(t)
+	c := newRlock(t, s.Client(t))
+	return s, name, sharedOwner(t, c, name), open(c, name)
 }
 
 // readSide is an RWMutex's read lock as a lock of its own.

@@ -156,9 +156,7 @@ func testSharedOwnerWaiters(t *testing.T, open func(c *rlock.Client, name string
 	}
 	held, err := holder.Lock(t.Context())
 	require.NoError(t, err)
-	// An owner context that holds another lock, not this one.
-	owner, err := c.Mutex(name + ":other").Lock(t.Context())
-	require.NoError(t, err)
+	owner := sharedOwner(t, c, name)
 	const goroutines = 16
 	var wg sync.WaitGroup
 	ctxs := make(chan context.Context, goroutines)
@@ -186,5 +184,4 @@ func testSharedOwnerWaiters(t *testing.T, open func(c *rlock.Client, name string
 	locked, err := m.IsLocked(t.Context())
 	require.NoError(t, err)
 	assert.False(t, locked, "the last level's Unlock freed the lock")
-	require.NoError(t, c.Mutex(name+":other").Unlock(owner))
 }

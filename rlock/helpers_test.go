@@ -22,6 +22,20 @@ import (
 // two need package rlock, which redistest cannot import: rlock's own
 // package-internal tests import redistest.
 
+// sharedOwner returns an owner context for goroutines to share: one that
+// carries an owner of c but no hold of the lock called name, since it
+// holds another (name + ":other"), which it lets go when t ends, before c
+// is closed. Goroutines that Lock name with it are one owner, as code on
+// one Java thread would be.
+func sharedOwner(t *testing.T, c *rlock.Client, name string) context.Context {
+	t.Helper()
+	other := c.Mutex(name + ":other")
+	owner, err := other.Lock(t.Context())
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, other.Unlock(owner), "the shared owner's own lock") })
+	return owner
+}
+
 // newRlock returns an rlock Client on rc, closed when t ends.
 func newRlock(t *testing.T, rc rueidis.Client, opts ...rlock.Option) *rlock.Client {
 	t.Helper()

@@ -615,12 +615,7 @@ func waitGroup(t *testing.T, wg *sync.WaitGroup, limit time.Duration, what strin
 func TestHostileUnlockOfEndedHold(t *testing.T) {
 	for kind, open := range forceKinds {
 		t.Run(kind, func(t *testing.T) {
-			s := redistest.Setup{Node: redistest.Shared(t)}
-			name := redistest.LockName(t)
-			c := newRlock(t, s.Client(t))
-			owner, err := c.Mutex(name + ":other").Lock(t.Context())
-			require.NoError(t, err)
-			m := open(c, name)
+			s, name, owner, m := ownedLock(t, open)
 
 			first, err := m.Lock(owner)
 			require.NoError(t, err)
@@ -641,7 +636,6 @@ func TestHostileUnlockOfEndedHold(t *testing.T) {
 			locked, err := m.IsLocked(t.Context())
 			require.NoError(t, err)
 			assert.False(t, locked)
-			require.NoError(t, c.Mutex(name+":other").Unlock(owner))
 		})
 	}
 }
