@@ -19,6 +19,10 @@
 -- ARGV[5] superseded        the highest seq of F whose reply never came, or 0
 -- ARGV[6] fence life in ms
 -- ARGV[7] '1' when the caller waits on the channel, else '0'
+-- KEYS[5] channel           P{N}:semaphore:unlock
+-- ARGV[8] publish command   'publish', or 'spublish' on a Cluster
+-- KEYS[4], ARGV[9] and ARGV[10], which every kind is sent (lua/doc.go),
+-- are not read here.
 --
 -- Reply: {GRANTED, count, 0}  F holds count permits (no fencing token)
 --        {REFUSED, pttl}      no permit free: pttl is the time until the
@@ -34,6 +38,13 @@
 -- refusing it would leave F holding what its caller thinks it lacks. A
 -- grant only lengthens F#exp and the hash's lease (PEXPIRE GT), so the
 -- hash outlives every live holder. No allow-oom, as acquire.lua.
+--
+-- A grant can give permits back: the expired holders' dropped on the way,
+-- and F's own when a new hold of F asks for fewer than an ended one left
+-- (its Release failed: the count sent starts again at 1). When more came
+-- back than F took and someone waits, the channel is told as a release
+-- tells it: no release will, and a waiter would otherwise sleep until the
+-- earliest holder's lease ends.
 local hash, permits, fences, owner = KEYS[1], KEYS[2], KEYS[3], ARGV[1]
 local seq, superseded = tonumber(ARGV[2]), tonumber(ARGV[5])
 local seqField, expField = owner .. '#seq', owner .. '#exp'
@@ -44,7 +55,7 @@ if (htype ~= 'hash' and htype ~= 'none') or (ptype ~= 'string' and ptype ~= 'non
     return redis.error_reply('WRONGTYPE semaphore key ' .. hash .. ', ' .. permits .. ' or ' .. fences .. ' has the wrong type')
 end
 local now = nowMs()
-local live, earliest, _, fields = holders(hash, now, true)
+local live, earliest, expired, fields = holders(hash, now, true)
 local held = {fields[owner], fields[seqField], fields[expField]}
 if held[1] and tonumber(held[2]) >= seq then
     return {STALE, 0}
@@ -77,4 +88,5 @@ if ARGV[7] == '1' then
     redis.call('hset', hash, 'waiters', 1)
 end
 lengthen(hash, lease)
+permitsBack(hash, live - mine + count, expired + mine - count, fields.waiters, ARGV[8], KEYS[5])
 return {GRANTED, count, 0}

@@ -24,9 +24,9 @@ type semCall struct {
 
 func (c semCall) acquire(t *testing.T, rc rueidis.Client, k keys.Keys) []int64 {
 	t.Helper()
-	reply, err := lua.SemaphoreAcquire.Exec(t.Context(), rc, []string{k.Hash, k.Token, k.Fence}, []string{
+	reply, err := lua.SemaphoreAcquire.Exec(t.Context(), rc, []string{k.Hash, k.Token, k.Fence, k.Queue, k.Channel}, []string{
 		c.owner, strconv.Itoa(c.seq), strconv.Itoa(c.count), strconv.Itoa(max(c.lease, 1)),
-		strconv.Itoa(c.superseded), fenceLife, "1",
+		strconv.Itoa(c.superseded), fenceLife, "1", "publish", "30000", "0",
 	}).AsIntSlice()
 	require.NoError(t, err)
 	return reply
@@ -88,4 +88,37 @@ func TestSemaphoreScripts(t *testing.T) {
 	n, err := rc.Do(t.Context(), rc.B().Get().Key(k.Token).Build()).AsInt64()
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), n, "the permits outlive every holder")
+}
+
+// TestSemaphoreGrantPublishesPermitsBack: a grant that gives permits back,
+// a new hold of an owner whose ended one left more in Redis, tells the
+// waiters as a release would; a grant that takes as many as came back
+// tells nobody.
+func TestSemaphoreGrantPublishesPermitsBack(t *testing.T) {
+	node := redistest.Shared(t)
+	rc := node.Client(t)
+	k := keys.NewSemaphore("test:", uniqueName(t))
+	require.NoError(t, rc.Do(t.Context(), rc.B().Set().Key(k.Token).Value("3").Build()).Error())
+	messages := listen(t, node, k.Channel)
+	mark := func(note string) {
+		require.NoError(t, rc.Do(t.Context(), rc.B().Publish().Channel(k.Channel).Message(note).Build()).Error())
+	}
+
+	for seq := 1; seq <= 3; seq++ {
+		require.Equal(t, reply(lua.Granted, int64(seq), 0), semCall{owner: "a", seq: seq, count: seq, lease: 30000}.acquire(t, rc, k))
+	}
+	require.Equal(t, lua.Refused, lua.Code(semCall{owner: "w", seq: 4, count: 1, lease: 30000}.acquire(t, rc, k)[0]), "w waits")
+
+	// a's hold of three ended in its process; a new one asks for one.
+	assert.Equal(t, reply(lua.Granted, 1, 0), semCall{owner: "a", seq: 5, count: 1, lease: 30000}.acquire(t, rc, k))
+	assert.Equal(t, "all", next(t, messages), "two permits came back: every waiter is told")
+	assert.Equal(t, int64(2), semAvailable(t, rc, k))
+
+	// a new hold of one, over an ended hold of two: one comes back.
+	require.Equal(t, reply(lua.Granted, 2, 0), semCall{owner: "a", seq: 6, count: 2, lease: 30000}.acquire(t, rc, k))
+	mark("after the re-entry")
+	assert.Equal(t, "after the re-entry", next(t, messages), "a grant that takes a permit tells nobody")
+	assert.Equal(t, reply(lua.Granted, 1, 0), semCall{owner: "a", seq: 7, count: 1, lease: 30000}.acquire(t, rc, k))
+	assert.Equal(t, "unlocked", next(t, messages), "one permit came back: one waiter is told")
+	assert.Equal(t, int64(2), semAvailable(t, rc, k))
 }

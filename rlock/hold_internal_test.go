@@ -246,3 +246,58 @@ func TestHoldGrantedAfterCloseBegins(t *testing.T) {
 	defer hk.mu.Unlock()
 	assert.Equal(t, []string{"start", "end"}, hk.heard)
 }
+
+// TestNewPermitHoldWakesWaiters: an owner's permit hold ends here while
+// Redis keeps its two permits (as after a failed Release); the owner's
+// next Acquire begins a new hold of one, which gives the other back, and a
+// waiter in another Client takes it at once, not when the holder's
+// thirty-second lease would run out.
+func TestNewPermitHoldWakesWaiters(t *testing.T) {
+	node := redistest.Shared(t)
+	c, err := New(node.Client(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, c.Close()) })
+	other, err := New(node.Client(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, other.Close()) })
+	name := redistest.LockName(t)
+	owner, err := c.Mutex(name + ":other").Lock(t.Context())
+	require.NoError(t, err)
+	sem := c.Semaphore(name)
+	_, err = sem.TrySetPermits(t.Context(), 2)
+	require.NoError(t, err)
+	first, err := sem.Acquire(owner)
+	require.NoError(t, err)
+	_, err = sem.Acquire(first)
+	require.NoError(t, err)
+
+	raw := node.Client(t)
+	took := make(chan error, 1)
+	go func() {
+		permit, err := other.Semaphore(name).Acquire(t.Context())
+		if err == nil {
+			err = other.Semaphore(name).Release(permit)
+		}
+		took <- err
+	}()
+	redistest.Eventually(t, "the waiter was refused", func(ctx context.Context) error {
+		marked, err := raw.Do(ctx, raw.B().Hexists().Key(sem.engine().keys.Hash()).Field("waiters").Build()).AsBool()
+		if err == nil && !marked {
+			err = errors.New("no waiter marked")
+		}
+		return err
+	})
+	h, _ := nearestBound(first)
+	h.finish(errDeadlinePassed) // ended here; Redis keeps both permits
+
+	again, err := sem.Acquire(owner)
+	require.NoError(t, err)
+	select {
+	case err := <-took:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter was not told of the permit given back")
+	}
+	require.NoError(t, sem.Release(again))
+	require.NoError(t, c.Mutex(name+":other").Unlock(owner))
+}
