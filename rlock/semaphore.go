@@ -24,8 +24,9 @@ import (
 // semaphore returns ErrNotHeld.
 //
 // Waiters sleep on the semaphore's channel and are woken when permits come
-// back (a Release, AddPermits, TrySetPermits), or when the earliest
-// holder's lease would run out; they never poll.
+// back (a Release, AddPermits, TrySetPermits, or an owner's Acquire that
+// lets go of what its ended hold left, as after a failed Release), or
+// when the earliest holder's lease would run out; they never poll.
 type Semaphore struct {
 	lock
 }
