@@ -53,6 +53,18 @@ local hash, fences, owner = KEYS[1], KEYS[3], ARGV[1]
 local seq, superseded = tonumber(ARGV[2]), tonumber(ARGV[5])
 local seqField = owner .. '#seq'
 
+-- takeMarked takes the free lock marked, for a caller whose release must
+-- wake the Clients recorded as waiting; a waiter's Client leaves the
+-- record once it holds the lock (after take, which fails before it writes
+-- when the fencing counter is not one).
+local function takeMarked()
+    local granted = take(true)
+    if ARGV[7] == '1' and not granted.err then
+        forgetWaiting(KEYS[4], owner)
+    end
+    return granted
+end
+
 -- Fast path: no lock, no fences and no waiting Client at all. EXISTS
 -- counts a key once per time it is named: found is hash + 2 * fences +
 -- 4 * record, so 4 means the record alone, and found % 4 >= 2 that the
@@ -64,10 +76,7 @@ end
 -- A free lock, no fences, and Clients waiting: the lock is marked, so that
 -- its release wakes one of them; a waiter's Client leaves the record.
 if found == 4 then
-    if ARGV[7] == '1' then
-        forgetWaiting(KEYS[4], owner)
-    end
-    return take(true)
+    return takeMarked()
 end
 
 local held = redis.pcall('hmget', hash, owner, seqField, 'waiters')
@@ -96,7 +105,6 @@ if pttl ~= -2 then
     return {REFUSED, pttl}
 end
 if ARGV[7] == '1' then
-    forgetWaiting(KEYS[4], owner)
-    return take(true)
+    return takeMarked()
 end
 return take(redis.call('exists', KEYS[4]) == 1)

@@ -69,10 +69,10 @@ end
 local held = redis.pcall('hmget', hash, owner, seqField)
 if held.err or not held[1] then
     local queued = redis.pcall('hget', queue, owner .. '#seq')
+    if (type(queued) == 'string' and tonumber(queued) >= seq) or fencedUpTo(fences, owner, seq) then
+        return {STALE, 0}
+    end
     if type(queued) == 'string' then
-        if tonumber(queued) >= seq or fencedUpTo(fences, owner, seq) then
-            return {STALE, 0}
-        end
         dequeue(queue, owner)
     end
     fence(fences, owner, superseded, ARGV[6])

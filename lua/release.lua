@@ -23,7 +23,10 @@
 -- ARGV[7] '1' when the owner's Client stops waiting (its last waiter gave
 --         up): it leaves the waiting Clients, and if a release took it
 --         out to wake it and the lock is free, the wake-up goes on to the
---         next waiting Client. Absent or '0' otherwise.
+--         next waiting Client, or, with none recorded, to every Client
+--         ('unlocked'): a Client leaves the record when one of its
+--         waiters takes the lock, though others of its waiters may still
+--         sleep. Absent or '0' otherwise.
 -- ARGV[8] heir G            a waiter of F's Client, to hand the lock to at
 --                           0 (see below), or absent
 -- ARGV[9] G's seq           a number reserved for the hand-over before the
@@ -56,6 +59,8 @@
 --        {STILL_HELD, count} still held, count levels left
 --        {FREED, 0}          released: the key is gone, and waiters were told
 --        {STALE, 0}          a copy of a superseded call; nothing was done
+--                           (F's fence covers ARGV[2] when F holds
+--                           nothing, F#seq when it holds the lock)
 --        {HANDED, token}     released and handed to G, which holds it under
 --                           token
 --
@@ -88,13 +93,17 @@ end
 
 local held = redis.pcall('hmget', hash, owner, owner .. '#seq', 'waiters')
 if held.err or not held[1] then
+    if fencedUpTo(fences, owner, tonumber(ARGV[2])) then
+        return {STALE, 0} -- a late copy of a call a resend superseded
+    end
     fence(fences, owner, tonumber(ARGV[5]), ARGV[6])
     if heir and not held.err and redis.call('hget', hash, heir .. '#seq') == ARGV[9] then
         local token, err = currentToken(KEYS[4])
         return token and {HANDED, token} or err
     end
-    if ARGV[7] == '1' and unrecordWaiting(KEYS[5], owner) == 0 and not held.err and redis.call('exists', hash) == 0 then
-        wakeNext(KEYS[5], KEYS[2], ARGV[4])
+    if ARGV[7] == '1' and unrecordWaiting(KEYS[5], owner) == 0 and not held.err and redis.call('exists', hash) == 0
+        and not wakeNext(KEYS[5], KEYS[2], ARGV[4]) then
+        redis.call(ARGV[4], KEYS[2], 'unlocked')
     end
     return {NOT_HELD, 0}
 end

@@ -51,7 +51,13 @@ func reply(code lua.Code, values ...int64) []int64 {
 
 func (c call) acquire(t testing.TB, rc rueidis.Client, k keys.Keys) []int64 {
 	t.Helper()
-	reply, err := lua.Acquire.Exec(t.Context(), rc, []string{k.Hash, k.Token, k.Fence, k.Queue, k.Channel}, []string{
+	return c.acquireBy(t, rc, k, lua.Acquire)
+}
+
+// acquireBy is acquire with script s, a kind's acquire script.
+func (c call) acquireBy(t testing.TB, rc rueidis.Client, k keys.Keys, s *lua.Script) []int64 {
+	t.Helper()
+	reply, err := s.Exec(t.Context(), rc, []string{k.Hash, k.Token, k.Fence, k.Queue, k.Channel}, []string{
 		c.owner, strconv.Itoa(c.seq), strconv.Itoa(c.count), strconv.Itoa(max(c.lease, 30000)),
 		strconv.Itoa(c.superseded), fenceLife, flag(c.waiting), "publish", "30000", "0",
 	}).AsIntSlice()
@@ -61,13 +67,19 @@ func (c call) acquire(t testing.TB, rc rueidis.Client, k keys.Keys) []int64 {
 
 func (c call) release(t testing.TB, rc rueidis.Client, k keys.Keys) []int64 {
 	t.Helper()
+	return c.releaseBy(t, rc, k, lua.Release)
+}
+
+// releaseBy is release with script s, a kind's release script.
+func (c call) releaseBy(t testing.TB, rc rueidis.Client, k keys.Keys, s *lua.Script) []int64 {
+	t.Helper()
 	args := []string{
 		c.owner, strconv.Itoa(c.seq), strconv.Itoa(c.count), "publish", strconv.Itoa(c.superseded), fenceLife, flag(c.leaving),
 	}
 	if c.heir != "" {
 		args = append(args, c.heir, strconv.Itoa(c.heirSeq), "30000")
 	}
-	reply, err := lua.Release.Exec(t.Context(), rc, []string{k.Hash, k.Channel, k.Fence, k.Token, k.Queue}, args).AsIntSlice()
+	reply, err := s.Exec(t.Context(), rc, []string{k.Hash, k.Channel, k.Fence, k.Token, k.Queue}, args).AsIntSlice()
 	require.NoError(t, err)
 	return reply
 }
@@ -188,7 +200,9 @@ func TestReleaseByNonOwnerKeepsLock(t *testing.T) {
 }
 
 // TestWrongTypeWritesNothing overwrites a lock's key with a string: acquire
-// fails before writing anything, and release answers "not held".
+// fails before writing anything, and release answers "not held". A
+// fencing counter that is not one fails an acquire before it writes too:
+// a waiter's Client stays among the waiting Clients.
 func TestWrongTypeWritesNothing(t *testing.T) {
 	rc := redistest.Shared(t).Client(t)
 	k := lockKeys(t)
@@ -207,6 +221,17 @@ func TestWrongTypeWritesNothing(t *testing.T) {
 		[]string{"a", "1", "1", "30000", "0", fenceLife, "0", "publish", "30000", "0"}).AsIntSlice()
 	assert.Error(t, err, "a fencing counter that is not a number")
 	assertGone(t, rc, k.Hash)
+
+	k = lockKeys(t)
+	require.Equal(t, lua.Granted, lua.Code(call{owner: "H:1", seq: 1, count: 1}.acquire(t, rc, k)[0]))
+	require.Equal(t, lua.Refused, lua.Code(call{owner: "A:1", seq: 1, count: 1, waiting: true}.acquire(t, rc, k)[0]))
+	require.NoError(t, rc.Do(t.Context(), rc.B().Del().Key(k.Hash).Build()).Error()) // H's lease ran out
+	require.NoError(t, rc.Do(t.Context(), rc.B().Set().Key(k.Token).Value("not a number").Build()).Error())
+	_, err = lua.Acquire.Exec(t.Context(), rc, []string{k.Hash, k.Token, k.Fence, k.Queue, k.Channel},
+		[]string{"A:1", "2", "1", "30000", "0", fenceLife, "1", "publish", "30000", "0"}).AsIntSlice()
+	assert.Error(t, err, "a fencing counter that is not a number")
+	assertGone(t, rc, k.Hash)
+	assert.Equal(t, []string{"A"}, waitingClients(t, rc, k), "A still waits")
 }
 
 // TestReleasePublishesOnlyToWaiters: the final release publishes when an

@@ -145,6 +145,50 @@ func TestWithdrawPassesWakeOn(t *testing.T) {
 	assertNoMessage(t, rc, k, messages)
 }
 
+// TestWithdrawWithNobodyRecordedWakesEveryClient: a Client leaves the
+// record when one of its waiters takes the lock, though others of its
+// waiters may still sleep. When a woken Client then gives up and nobody is
+// left in the record to pass its wake-up to, every Client is told, as a
+// release with nobody recorded tells them: C's second waiter must not
+// sleep until its timer while the lock is free.
+func TestWithdrawWithNobodyRecordedWakesEveryClient(t *testing.T) {
+	node := redistest.Shared(t)
+	rc := node.Client(t)
+	k := lockKeys(t)
+	messages := listen(t, node, k.Channel)
+
+	require.Equal(t, lua.Granted, lua.Code(call{owner: "H:1", seq: 1, count: 1}.acquire(t, rc, k)[0]))
+	for _, o := range []string{"C:1", "C:2", "X:1"} {
+		require.Equal(t, lua.Refused, lua.Code(call{owner: o, seq: 1, count: 1, waiting: true}.acquire(t, rc, k)[0]))
+	}
+	require.Equal(t, reply(lua.Freed, 0), call{owner: "H:1", seq: 2, count: 0}.release(t, rc, k))
+	assert.Equal(t, "@C", next(t, messages))
+	require.Equal(t, lua.Granted, lua.Code(call{owner: "C:1", seq: 2, count: 1, waiting: true}.acquire(t, rc, k)[0]), "C's first waiter takes it")
+	assert.Equal(t, []string{"X"}, waitingClients(t, rc, k), "C left the record; its second waiter still sleeps")
+	require.Equal(t, reply(lua.Freed, 0), call{owner: "C:1", seq: 3, count: 0}.release(t, rc, k))
+	assert.Equal(t, "@X", next(t, messages))
+	require.Equal(t, reply(lua.NotHeld, 0), call{owner: "X:1", seq: 2, leaving: true}.release(t, rc, k), "X gives up after its wake-up")
+	assert.Equal(t, "unlocked", next(t, messages), "nobody recorded to pass it to: every Client is told")
+	assertNoMessage(t, rc, k, messages)
+}
+
+// TestLateWithdrawIsStale: a Client's withdrawal whose reply was lost is
+// sent again and applies; a copy of the first that arrives after another
+// waiter of the Client was recorded again is stale and takes nobody out of
+// the record.
+func TestLateWithdrawIsStale(t *testing.T) {
+	rc := redistest.Shared(t).Client(t)
+	k := lockKeys(t)
+	require.Equal(t, lua.Granted, lua.Code(call{owner: "H:1", seq: 1, count: 1}.acquire(t, rc, k)[0]))
+	require.Equal(t, lua.Refused, lua.Code(call{owner: "C:1", seq: 1, count: 1, waiting: true}.acquire(t, rc, k)[0]))
+	lost := call{owner: "C:1", seq: 2, leaving: true}
+	require.Equal(t, reply(lua.NotHeld, 0), call{owner: "C:1", seq: 3, superseded: 2, leaving: true}.release(t, rc, k), "the resend")
+	assert.Empty(t, waitingClients(t, rc, k))
+	require.Equal(t, lua.Refused, lua.Code(call{owner: "C:2", seq: 1, count: 1, waiting: true}.acquire(t, rc, k)[0]), "another waiter of C")
+	assert.Equal(t, reply(lua.Stale, 0), lost.release(t, rc, k), "the copy that arrives late")
+	assert.Equal(t, []string{"C"}, waitingClients(t, rc, k), "C still waits")
+}
+
 // TestHandOverBoundedWhileOthersWait: a release that names a waiter of its
 // own Client as heir hands the lock to it as often as it likes while no
 // other Client waits; once another Client is recorded as waiting, the

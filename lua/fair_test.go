@@ -1,0 +1,36 @@
+package lua_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlock/rlock/internal/redistest"
+	"github.com/rlock/rlock/lua"
+)
+
+// TestFairLateReleaseIsStale: a fair lock's release that names an heir,
+// and whose reply was lost, is sent again and hands the lock over. A copy
+// of the first that arrives once the lock is free again, with the heir at
+// the head of the queue once more, is stale: it hands the heir nothing,
+// which nobody would have told it of.
+func TestFairLateReleaseIsStale(t *testing.T) {
+	rc := redistest.Shared(t).Client(t)
+	k := lockKeys(t)
+	acquire := func(c call) lua.Code { return lua.Code(c.acquireBy(t, rc, k, lua.FairAcquire)[0]) }
+	release := func(c call) []int64 { return c.releaseBy(t, rc, k, lua.FairRelease) }
+
+	require.Equal(t, lua.Granted, acquire(call{owner: "F:1", seq: 1, count: 1}))
+	require.Equal(t, lua.Refused, acquire(call{owner: "G:1", seq: 2, count: 1, waiting: true}))
+	lost := call{owner: "F:1", seq: 3, heir: "G:1", heirSeq: 4}
+	handed := release(call{owner: "F:1", seq: 5, superseded: 3, heir: "G:1", heirSeq: 4})
+	require.Equal(t, lua.Handed, lua.Code(handed[0]), "the resend hands the lock to G")
+	require.Equal(t, reply(lua.Freed, 0), release(call{owner: "G:1", seq: 6}))
+
+	require.Equal(t, lua.Granted, acquire(call{owner: "X:1", seq: 1, count: 1}))
+	require.Equal(t, lua.Refused, acquire(call{owner: "G:1", seq: 7, count: 1, waiting: true}), "G waits again, at the head")
+	require.NoError(t, rc.Do(t.Context(), rc.B().Del().Key(k.Hash).Build()).Error()) // X's lease ran out
+	assert.Equal(t, reply(lua.Stale, 0), release(lost), "the copy that arrives late")
+	assertGone(t, rc, k.Hash)
+}
