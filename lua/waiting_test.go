@@ -23,10 +23,7 @@ import (
 // release wakes every Client ('unlocked'). An owner that takes the lock
 // while Clients are recorded marks it, so that its release wakes them.
 func TestReleaseWakesOneClient(t *testing.T) {
-	node := redistest.Shared(t)
-	rc := node.Client(t)
-	k := lockKeys(t)
-	messages := listen(t, node, k.Channel)
+	rc, k, messages := listenedLock(t)
 
 	require.Equal(t, lua.Granted, lua.Code(call{owner: "H:1", seq: 1, count: 1}.acquire(t, rc, k)[0]))
 	for _, c := range []call{
@@ -69,15 +66,9 @@ func TestReleaseWakesOneClient(t *testing.T) {
 // are recorded as waiting (one was woken, and has not asked yet) marks
 // it, so that its release wakes the next Client.
 func TestOwnerPassingByMarks(t *testing.T) {
-	node := redistest.Shared(t)
-	rc := node.Client(t)
-	k := lockKeys(t)
-	messages := listen(t, node, k.Channel)
+	rc, k, messages := listenedLock(t)
 
-	require.Equal(t, lua.Granted, lua.Code(call{owner: "H:1", seq: 1, count: 1}.acquire(t, rc, k)[0]))
-	for _, o := range []string{"A:1", "B:1"} {
-		require.Equal(t, lua.Refused, lua.Code(call{owner: o, seq: 1, count: 1, waiting: true}.acquire(t, rc, k)[0]))
-	}
+	heldWithWaiters(t, rc, k, "A:1", "B:1")
 	require.Equal(t, reply(lua.Freed, 0), call{owner: "H:1", seq: 2, count: 0}.release(t, rc, k))
 	assert.Equal(t, "@A", next(t, messages))
 	require.Equal(t, lua.Granted, lua.Code(call{owner: "X:1", seq: 1, count: 1}.acquire(t, rc, k)[0]), "X passes A by")
@@ -92,15 +83,9 @@ func TestOwnerPassingByMarks(t *testing.T) {
 // it again; a woken Client that never asks again (its process died) is not
 // woken twice.
 func TestWokenClientKeepsItsPlace(t *testing.T) {
-	node := redistest.Shared(t)
-	rc := node.Client(t)
-	k := lockKeys(t)
-	messages := listen(t, node, k.Channel)
+	rc, k, messages := listenedLock(t)
 
-	require.Equal(t, lua.Granted, lua.Code(call{owner: "H:1", seq: 1, count: 1}.acquire(t, rc, k)[0]))
-	for _, o := range []string{"A:1", "B:1", "D:1"} {
-		require.Equal(t, lua.Refused, lua.Code(call{owner: o, seq: 1, count: 1, waiting: true}.acquire(t, rc, k)[0]))
-	}
+	heldWithWaiters(t, rc, k, "A:1", "B:1", "D:1")
 	require.Equal(t, reply(lua.Freed, 0), call{owner: "H:1", seq: 2, count: 0}.release(t, rc, k))
 	assert.Equal(t, "@A", next(t, messages))
 	require.Equal(t, lua.Granted, lua.Code(call{owner: "X:1", seq: 1, count: 1}.acquire(t, rc, k)[0]), "X passes A by")
@@ -124,15 +109,9 @@ func TestWokenClientKeepsItsPlace(t *testing.T) {
 // the wake-up goes on to the next Client recorded; if it was still
 // recorded, nobody is woken.
 func TestWithdrawPassesWakeOn(t *testing.T) {
-	node := redistest.Shared(t)
-	rc := node.Client(t)
-	k := lockKeys(t)
-	messages := listen(t, node, k.Channel)
+	rc, k, messages := listenedLock(t)
 
-	require.Equal(t, lua.Granted, lua.Code(call{owner: "H:1", seq: 1, count: 1}.acquire(t, rc, k)[0]))
-	for _, o := range []string{"A:1", "B:1", "C:1"} {
-		require.Equal(t, lua.Refused, lua.Code(call{owner: o, seq: 1, count: 1, waiting: true}.acquire(t, rc, k)[0]))
-	}
+	heldWithWaiters(t, rc, k, "A:1", "B:1", "C:1")
 	require.Equal(t, reply(lua.NotHeld, 0), call{owner: "C:1", seq: 2, leaving: true}.release(t, rc, k), "C gives up while recorded")
 	assert.Equal(t, []string{"A", "B"}, waitingClients(t, rc, k))
 	assertNoMessage(t, rc, k, messages)
@@ -152,15 +131,9 @@ func TestWithdrawPassesWakeOn(t *testing.T) {
 // release with nobody recorded tells them: C's second waiter must not
 // sleep until its timer while the lock is free.
 func TestWithdrawWithNobodyRecordedWakesEveryClient(t *testing.T) {
-	node := redistest.Shared(t)
-	rc := node.Client(t)
-	k := lockKeys(t)
-	messages := listen(t, node, k.Channel)
+	rc, k, messages := listenedLock(t)
 
-	require.Equal(t, lua.Granted, lua.Code(call{owner: "H:1", seq: 1, count: 1}.acquire(t, rc, k)[0]))
-	for _, o := range []string{"C:1", "C:2", "X:1"} {
-		require.Equal(t, lua.Refused, lua.Code(call{owner: o, seq: 1, count: 1, waiting: true}.acquire(t, rc, k)[0]))
-	}
+	heldWithWaiters(t, rc, k, "C:1", "C:2", "X:1")
 	require.Equal(t, reply(lua.Freed, 0), call{owner: "H:1", seq: 2, count: 0}.release(t, rc, k))
 	assert.Equal(t, "@C", next(t, messages))
 	require.Equal(t, lua.Granted, lua.Code(call{owner: "C:1", seq: 2, count: 1, waiting: true}.acquire(t, rc, k)[0]), "C's first waiter takes it")
@@ -179,8 +152,7 @@ func TestWithdrawWithNobodyRecordedWakesEveryClient(t *testing.T) {
 func TestLateWithdrawIsStale(t *testing.T) {
 	rc := redistest.Shared(t).Client(t)
 	k := lockKeys(t)
-	require.Equal(t, lua.Granted, lua.Code(call{owner: "H:1", seq: 1, count: 1}.acquire(t, rc, k)[0]))
-	require.Equal(t, lua.Refused, lua.Code(call{owner: "C:1", seq: 1, count: 1, waiting: true}.acquire(t, rc, k)[0]))
+	heldWithWaiters(t, rc, k, "C:1")
 	lost := call{owner: "C:1", seq: 2, leaving: true}
 	require.Equal(t, reply(lua.NotHeld, 0), call{owner: "C:1", seq: 3, superseded: 2, leaving: true}.release(t, rc, k), "the resend")
 	assert.Empty(t, waitingClients(t, rc, k))
@@ -197,10 +169,7 @@ func TestLateWithdrawIsStale(t *testing.T) {
 // lock and wakes that Client. The count starts again with every holder
 // that takes the lock from a release that freed it.
 func TestHandOverBoundedWhileOthersWait(t *testing.T) {
-	node := redistest.Shared(t)
-	rc := node.Client(t)
-	k := lockKeys(t)
-	messages := listen(t, node, k.Channel)
+	rc, k, messages := listenedLock(t)
 
 	holder := 0 // A:<holder> holds the lock under seq 1
 	release := func() lua.Code {
@@ -226,6 +195,25 @@ func TestHandOverBoundedWhileOthersWait(t *testing.T) {
 		require.Equal(t, reply(lua.Freed, 0), call{owner: "B:1", seq: 3 + 3*round, count: 0}.release(t, rc, k))
 		assert.Equal(t, "@A", next(t, messages))
 		require.Equal(t, lua.Granted, lua.Code(call{owner: fmt.Sprintf("A:%d", holder), seq: 1, count: 1, waiting: true}.acquire(t, rc, k)[0]))
+	}
+}
+
+// listenedLock returns a client of the shared Redis, a lock's keys, and
+// the messages on the lock's channel from now on.
+func listenedLock(t *testing.T) (rueidis.Client, keys.Keys, <-chan string) {
+	t.Helper()
+	node := redistest.Shared(t)
+	k := lockKeys(t)
+	return node.Client(t), k, listen(t, node, k.Channel)
+}
+
+// heldWithWaiters has H:1 take k's lock and each of owners be refused as
+// a waiter, so that their Clients are recorded in that order.
+func heldWithWaiters(t *testing.T, rc rueidis.Client, k keys.Keys, owners ...string) {
+	t.Helper()
+	require.Equal(t, lua.Granted, lua.Code(call{owner: "H:1", seq: 1, count: 1}.acquire(t, rc, k)[0]))
+	for _, o := range owners {
+		require.Equal(t, lua.Refused, lua.Code(call{owner: o, seq: 1, count: 1, waiting: true}.acquire(t, rc, k)[0]), "%s is refused", o)
 	}
 }
 

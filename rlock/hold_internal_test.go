@@ -123,9 +123,7 @@ func TestLaterLockContext(t *testing.T) {
 func TestNewHoldOwnsItsLevels(t *testing.T) {
 	node := redistest.Shared(t)
 	raw := node.Client(t)
-	c, err := New(node.Client(t))
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, c.Close()) })
+	c := openClient(t, node)
 	name := redistest.LockName(t)
 	owner, err := c.Mutex(name + ":other").Lock(t.Context())
 	require.NoError(t, err)
@@ -201,6 +199,15 @@ func TestNewHoldOwnsItsLevels(t *testing.T) {
 	require.NoError(t, c.Mutex(name+":other").Unlock(owner))
 }
 
+// openClient returns a Client on node, closed when t ends.
+func openClient(t *testing.T, node *redistest.Node) *Client {
+	t.Helper()
+	c, err := New(node.Client(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, c.Close()) })
+	return c
+}
+
 // ownerOf returns the owner ctx carries.
 func ownerOf(t *testing.T, ctx context.Context) *owner {
 	t.Helper()
@@ -254,12 +261,7 @@ func TestHoldGrantedAfterCloseBegins(t *testing.T) {
 // thirty-second lease would run out.
 func TestNewPermitHoldWakesWaiters(t *testing.T) {
 	node := redistest.Shared(t)
-	c, err := New(node.Client(t))
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, c.Close()) })
-	other, err := New(node.Client(t))
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, other.Close()) })
+	c, other := openClient(t, node), openClient(t, node)
 	name := redistest.LockName(t)
 	owner, err := c.Mutex(name + ":other").Lock(t.Context())
 	require.NoError(t, err)
