@@ -3,6 +3,7 @@ package rlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -148,8 +149,10 @@ func (mh *multiHold) retakeOnce(i int) bool {
 
 // checkQuorum ends the hold once fewer parts than the quorum are held; the
 // parts left stop being renewed, and Unlock still releases them. lost is
-// the cause of the part that just ended: a part ended by its Client's
-// Close ends the hold with a cause that matches ErrClosed too.
+// the cause of the part that just ended, whose text the hold's cause
+// carries (a user learns why the quorum was lost, as the lease deadline
+// of a node it still reached); a part ended by its Client's Close ends
+// the hold with a cause that matches ErrClosed too.
 func (mh *multiHold) checkQuorum(lost error) {
 	mh.mu.Lock()
 	held := 0
@@ -165,10 +168,11 @@ func (mh *multiHold) checkQuorum(lost error) {
 	mh.ended = true
 	parts := mh.parts
 	mh.mu.Unlock()
-	cause := errQuorumLost
+	quorum := errQuorumLost
 	if errors.Is(lost, ErrClosed) {
-		cause = errQuorumClosed
+		quorum = errQuorumClosed
 	}
+	cause := fmt.Errorf("%w; the last part lost: %v", quorum, lost) // its text only: errors.Is answers as for the quorum
 	for _, h := range parts {
 		if h != nil {
 			h.finish(cause)

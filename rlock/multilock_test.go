@@ -180,7 +180,8 @@ func TestRedLocksContend(t *testing.T) {
 }
 
 // TestRedLockWatchdog: a node restarted empty gets its part back on the next
-// renewal; with three nodes gone the holder's context ends with ErrLockLost.
+// renewal; with three nodes gone the holder's context ends with ErrLockLost,
+// and its cause tells why the part that broke the quorum went.
 func TestRedLockWatchdog(t *testing.T) {
 	ms := startMasters(t, 5)
 	name := redistest.LockName(t)
@@ -201,6 +202,7 @@ func TestRedLockWatchdog(t *testing.T) {
 	}
 	receive(t, ctx.Done(), "the end of the holder's context after three of five nodes were lost")
 	assert.ErrorIs(t, context.Cause(ctx), rlock.ErrLockLost)
+	assert.ErrorContains(t, context.Cause(ctx), "the last part lost: rlock: lock lost", "the cause says why the last part went")
 	assert.ErrorIs(t, rl.Unlock(ctx), rlock.ErrNotHeld, "the hold had ended: its owner holds the RedLock no more")
 	assert.Zero(t, ms.held(t, name), "Unlock still released the parts on the live nodes")
 }
