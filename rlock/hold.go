@@ -288,8 +288,7 @@ func (h *hold) end(cause error) bool {
 	h.ended = true
 	counted := h.counted
 	h.client().deadlines.Remove(h)
-	h.life.mu.Unlock()
-	h.life.end(cause)
+	h.life.endLocked(cause) // unlocks: record and Renewed never see ended without the cause
 	if counted {
 		h.client().lot.unheld(h.entry.Key)
 	}
@@ -435,10 +434,17 @@ func (l *lifetime) bind(parent context.Context, h *hold) context.Context {
 // end ends the lifetime with cause (context.Canceled for nil), once; it
 // reports whether this call did.
 func (l *lifetime) end(cause error) bool {
+	l.mu.Lock()
+	return l.endLocked(cause)
+}
+
+// endLocked is end for a caller that holds l.mu, which it unlocks: a hold
+// ends its lifetime in the critical section that marks it ended, so that
+// nothing reading the mark under l.mu finds it ended with no cause yet.
+func (l *lifetime) endLocked(cause error) bool {
 	if cause == nil {
 		cause = context.Canceled
 	}
-	l.mu.Lock()
 	if l.cause != nil {
 		l.mu.Unlock()
 		return false

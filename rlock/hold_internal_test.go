@@ -303,3 +303,32 @@ func TestNewPermitHoldWakesWaiters(t *testing.T) {
 	require.NoError(t, sem.Release(again))
 	require.NoError(t, c.Mutex(name+":other").Unlock(owner))
 }
+
+// TestHoldEndedHasCause: a hold is marked ended and given its cause in one
+// critical section, so whoever reads the mark under the lifetime's mu
+// (record, Renewed) never finds it ended with no cause yet: record would
+// then let a re-entry be recorded on a hold that is ending.
+func TestHoldEndedHasCause(t *testing.T) {
+	c := openClient(t, redistest.Shared(t))
+	l := c.Mutex(redistest.LockName(t)).engine()
+	for range 2000 {
+		_, o := withOwner(t.Context())
+		tr, err := c.take(t.Context(), l.holdID(o))
+		require.NoError(t, err)
+		h := newHold(l, tr, 1)
+		c.give(tr)
+		ending := make(chan struct{})
+		go func() {
+			defer close(ending)
+			h.finish(ErrLockLost)
+		}()
+		for ended := false; !ended; {
+			h.life.mu.Lock()
+			ended = h.ended
+			cause := h.life.cause
+			h.life.mu.Unlock()
+			require.False(t, ended && cause == nil, "a hold found ended with no cause")
+		}
+		<-ending
+	}
+}
