@@ -22,11 +22,8 @@
 -- KEYS[5] waiting Clients    P{N}:queue (see waiting.lua)
 -- ARGV[7] '1' when the owner's Client stops waiting (its last waiter gave
 --         up): it leaves the waiting Clients, and if a release took it
---         out to wake it and the lock is free, the wake-up goes on to the
---         next waiting Client, or, with none recorded, to every Client
---         ('unlocked'): a Client leaves the record when one of its
---         waiters takes the lock, though others of its waiters may still
---         sleep. Absent or '0' otherwise.
+--         out to wake it and the lock is free, the wake-up goes on as a
+--         release's does (below). Absent or '0' otherwise.
 -- ARGV[8] heir G            a waiter of F's Client, to hand the lock to at
 --                           0 (see below), or absent
 -- ARGV[9] G's seq           a number reserved for the hand-over before the
@@ -101,9 +98,8 @@ if held.err or not held[1] then
         local token, err = currentToken(KEYS[4])
         return token and {HANDED, token} or err
     end
-    if ARGV[7] == '1' and unrecordWaiting(KEYS[5], owner) == 0 and not held.err and redis.call('exists', hash) == 0
-        and not wakeNext(KEYS[5], KEYS[2], ARGV[4]) then
-        redis.call(ARGV[4], KEYS[2], 'unlocked')
+    if ARGV[7] == '1' and unrecordWaiting(KEYS[5], owner) == 0 and not held.err and redis.call('exists', hash) == 0 then
+        wakeNext(KEYS[5], KEYS[2], ARGV[4])
     end
     return {NOT_HELD, 0}
 end
@@ -122,7 +118,7 @@ if heir then
         end
     end
 end
-if held[3] and not wakeNext(KEYS[5], KEYS[2], ARGV[4]) then
-    redis.call(ARGV[4], KEYS[2], 'unlocked')
+if held[3] then
+    wakeNext(KEYS[5], KEYS[2], ARGV[4])
 end
 return {FREED, 0}

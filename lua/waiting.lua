@@ -85,17 +85,20 @@ local function othersWaiting(record, owner)
     return false, first[1] ~= nil
 end
 
--- wakeNext marks the Client longest in record as woken (its score raised
--- by woken, in place), and publishes '@<clientID>' on channel with pub
--- ('publish' or 'spublish'); it returns false when record holds no Client
--- to wake (or is not a record). A Client that died is woken once: its mark
--- is never woken again, and goes with the record.
+-- wakeNext wakes one waiter on channel, publishing with pub ('publish' or
+-- 'spublish'): it marks the Client longest in record as woken (its score
+-- raised by woken, in place) and publishes '@<clientID>'; when record holds
+-- no Client to wake (or is not a record), it publishes 'unlocked', which
+-- every Client subscribed hands to one of its waiters: a Client leaves the
+-- record when one of its waiters takes the lock, though others of its
+-- waiters may still sleep. A Client that died is woken once: its mark is
+-- never woken again, and goes with the record.
 local function wakeNext(record, channel, pub)
     local first = redis.pcall('zrange', record, 0, 0, 'withscores')
     if type(first) ~= 'table' or first.err or not first[1] or tonumber(first[2]) >= woken then
-        return false
+        redis.call(pub, channel, 'unlocked')
+        return
     end
     redis.call('zincrby', record, woken, first[1])
     redis.call(pub, channel, '@' .. first[1])
-    return true
 end
