@@ -198,3 +198,35 @@ func TestFaultLostReplyNoResend(t *testing.T) {
 		expires(t, name)
 	})
 }
+
+// TestFaultLostReentryThenForceUnlock loses the reply of a re-entry and
+// every call after it, so that its outcome stays unsettled, and then an
+// operator force-unlocks the lock: the final Unlock, which supersedes the
+// lost re-entry, finds the owner holds nothing. A re-entry never frees a
+// lock, so the owner lost it: Unlock reports ErrNotHeld, and the lock
+// context ends as lost. (Only a release's own lost call may have freed it,
+// which TestFaultLostUnlockReply covers.)
+func TestFaultLostReentryThenForceUnlock(t *testing.T) {
+	const retry = 300 * time.Millisecond
+	node := faultNode(t)
+	name := redistest.LockName(t)
+	loss := &replyLoss{hash: lockKeys(name).Hash}
+	mu := newRlock(t, loss.client(node.Client(t)), rlock.WithRetryTimeout(retry)).Mutex(name)
+	ctx, err := mu.Lock(t.Context())
+	require.NoError(t, err)
+
+	loss.acquire.Store(1)
+	loss.down.Store(true)
+	_, err = mu.Lock(ctx)
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF, "the re-entry fails with the transport error")
+	require.EqualValues(t, 1, loss.lost.Load(), "the re-entry ran and its reply was lost")
+	loss.down.Store(false)
+	require.NoError(t, ctx.Err(), "a failed re-entry leaves the hold")
+
+	forced, err := newRlock(t, node.Client(t)).Mutex(name).ForceUnlock(t.Context())
+	require.NoError(t, err)
+	require.True(t, forced, "the operator freed the held lock")
+
+	assert.ErrorIs(t, mu.Unlock(ctx), rlock.ErrNotHeld, "the owner lost the lock to ForceUnlock")
+	assert.ErrorIs(t, context.Cause(ctx), rlock.ErrLockLost, "the lock context ends as lost, not as unlocked")
+}

@@ -87,10 +87,11 @@ func (l *lock) releaseTo(ctx context.Context, t *turn, heir *parked, ht *turn) (
 	heirSeq := l.c.seq.Add(1)
 	buf.args[6], buf.args[7], buf.args[8], buf.args[9] = "0", ht.id.field, strconv.FormatUint(heirSeq, 10), l.c.millis(l.c.leaseOr(heir.lease))
 	call.args = buf.args[:10]
+	prior := t.unsettled
 	var into [2]int64
 	reply, _, sent, err := l.c.exchangeInto(into[:0], ctx, t, l.kind.release, call, false)
 	l.bequeath(ctx, heir, ht, heirSeq, reply, err, sent)
-	return l.recordRelease(t, call, 0, reply, err)
+	return l.recordRelease(t, 0, resentOwn(call, prior), reply, err)
 }
 
 // bequeath records in heir's turn t what the release that named it did,

@@ -106,15 +106,25 @@ func (l *lock) release(ctx context.Context, t *turn, target int, leaving bool) (
 	buf := callBufs.Get().(*callBuf)
 	defer freeCall(buf)
 	call := l.releaseCallIn(buf, t.id.field, target, leaving)
+	prior := t.unsettled
 	var into [2]int64
 	reply, _, _, err := l.c.exchangeInto(into[:0], ctx, t, l.kind.release, call, false)
-	return l.recordRelease(t, call, target, reply, err)
+	return l.recordRelease(t, target, resentOwn(call, prior), reply, err)
 }
 
-// recordRelease records in turn t the outcome of call, a release to
-// target, from its reply or err: the count left, and the end of the hold
-// when no level is left (a loss when Redis says the owner held none).
-func (l *lock) recordRelease(t *turn, call scriptCall, target int, reply []int64, err error) (released, error) {
+// resentOwn reports whether call, a request begun when its turn's
+// unsettled seq was prior, was answered by a resend of its own: exchange
+// stamps args[4] with the seq the answering call superseded, which is
+// prior for the request's first send.
+func resentOwn(call scriptCall, prior uint64) bool {
+	return call.args[4] != strconv.FormatUint(prior, 10)
+}
+
+// recordRelease records in turn t the outcome of a release to target, from
+// its reply or err: the count left, and the end of the hold when no level
+// is left (a loss when Redis says the owner held none). resent says a
+// resend of the release answered (resentOwn).
+func (l *lock) recordRelease(t *turn, target int, resent bool, reply []int64, err error) (released, error) {
 	if err != nil {
 		return 0, fmt.Errorf("rlock: release: %w", err)
 	}
@@ -122,11 +132,13 @@ func (l *lock) recordRelease(t *turn, call scriptCall, target int, reply []int64
 	if err != nil {
 		return 0, err
 	}
-	if result == notHeld && target == 0 && call.args[4] != "0" && t.activeHold() != nil {
-		// The answering call (exchange stamps call.args) superseded one
-		// whose reply was lost, which may have freed the lock: with the
-		// hold live until now, it did. (A hold already known lost was
-		// gone before: ErrNotHeld.)
+	if result == notHeld && target == 0 && resent && t.activeHold() != nil {
+		// An earlier send of this release, whose reply was lost, may have
+		// freed the lock: with the hold live until now, it did. (A hold
+		// already known lost was gone before: ErrNotHeld. A call of
+		// another request whose reply was lost, which this one fenced, was
+		// an acquire or a guarded write: it freed nothing, and the owner
+		// lost the lock.)
 		result = freed
 	}
 	t.count = left
