@@ -115,9 +115,11 @@ func (l *lock) release(ctx context.Context, t *turn, target int, leaving bool) (
 // resentOwn reports whether call, a request begun when its turn's
 // unsettled seq was prior, was answered by a resend of its own: exchange
 // stamps args[4] with the seq the answering call superseded, which is
-// prior for the request's first send.
+// prior for the request's first send. (Parsed, not formatted: the
+// comparison allocates nothing.)
 func resentOwn(call scriptCall, prior uint64) bool {
-	return call.args[4] != strconv.FormatUint(prior, 10)
+	superseded, err := strconv.ParseUint(call.args[4], 10, 64)
+	return err == nil && superseded != prior
 }
 
 // recordRelease records in turn t the outcome of a release to target, from
