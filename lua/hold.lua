@@ -45,14 +45,16 @@ end
 
 -- lower answers a release of an owner that holds the lock: STALE when a
 -- later call of the owner applied already, else STILL_HELD with its count
--- set to ARGV[3]. It returns nil when that count is 0: the caller frees
--- the lock.
+-- set to ARGV[3], or left as it is when it is lower (a release never
+-- raises a count: settling a lost acquire by an owner whose earlier hold
+-- ended names that hold's count). It returns nil when that count is 0:
+-- the caller frees the lock.
 local function lower(held)
     if tonumber(held[2]) >= tonumber(ARGV[2]) then
         return {STALE, 0}
     end
     fence(KEYS[3], ARGV[1], tonumber(ARGV[5]), ARGV[6])
-    local left = tonumber(ARGV[3])
+    local left = math.min(tonumber(ARGV[3]), tonumber(held[1]))
     if left > 0 then
         redis.call('hset', KEYS[1], ARGV[1], left, ARGV[1] .. '#seq', ARGV[2])
         return {STILL_HELD, left}

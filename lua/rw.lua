@@ -225,12 +225,12 @@ local function releasing()
     if held[1] and tonumber(held[2]) >= seq then
         return {STALE, 0}
     end
-    if not held[1] and tonumber(redis.call('hget', fences, owner) or '0') >= seq then
+    if not held[1] and fencedUpTo(fences, owner, seq) then
         return {STALE, 0}
     end
     fence(fences, owner, superseded, ARGV[6])
     local now = nowMs()
-    local left = tonumber(ARGV[3])
+    local left = math.min(tonumber(ARGV[3]), tonumber(held[1] or '0')) -- never raised (hold.lua's lower)
     local live = held[1] and tonumber(held[3]) > now
     if live and left > 0 then
         redis.call('hset', hash, owner, left, owner .. '#seq', seq)

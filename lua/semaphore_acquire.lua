@@ -54,6 +54,12 @@ if (htype ~= 'hash' and htype ~= 'none') or (ptype ~= 'string' and ptype ~= 'non
     or (ftype ~= 'hash' and ftype ~= 'none') then
     return redis.error_reply('WRONGTYPE semaphore key ' .. hash .. ', ' .. permits .. ' or ' .. fences .. ' has the wrong type')
 end
+-- The permits are read before anything is written: a count that is not a
+-- number fails the call having changed nothing.
+local total = tonumber(redis.call('get', permits) or '0')
+if not total then
+    return redis.error_reply('ERR semaphore permits ' .. permits .. ' is not a number')
+end
 local now = nowMs()
 local live, earliest, expired, fields = holders(hash, now, true)
 local held = {fields[owner], fields[seqField], fields[expField]}
@@ -69,7 +75,7 @@ local count, mine = 1, 0
 if held[1] then
     count, mine = tonumber(ARGV[3]), tonumber(held[1])
 end
-if count > mine and live - mine + count > tonumber(redis.call('get', permits) or '0') then
+if count > mine and live - mine + count > total then
     if redis.call('exists', hash) == 1 then
         redis.call('hset', hash, 'waiters', 1)
     end

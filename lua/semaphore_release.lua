@@ -14,7 +14,9 @@
 -- ARGV[2] seq               this call's sequence number (see acquire.lua)
 -- ARGV[3] count             F's permits after the call, >= 0 (the
 --                           confirmed count - 1 for a Release, or the
---                           confirmed count to settle a lost acquire)
+--                           confirmed count to settle a lost acquire);
+--                           never more than F holds: a release only
+--                           lowers
 -- ARGV[4] publish command   'publish', or 'spublish' on a Cluster
 -- ARGV[5] superseded        the highest seq of F whose reply never came, or 0
 -- ARGV[6] fence life in ms
@@ -44,7 +46,7 @@ if held[1] then
     if tonumber(held[2]) >= seq then
         return {STALE, 0}
     end
-    local left = tonumber(ARGV[3])
+    local left = math.min(tonumber(ARGV[3]), tonumber(held[1])) -- never raised (hold.lua's lower)
     freed = freed + math.max(tonumber(held[1]) - left, 0)
     live = live - tonumber(held[1]) + left
     if left > 0 then

@@ -351,11 +351,16 @@ func (c *Client) queued(queue map[string]string, now int64) []Waiter {
 }
 
 // marked returns a read-write lock's waiting writers and readers, by
-// field: the W#wait marks (see lua/rw.lua) that have not ended by now.
+// field: the W#wait marks and the B:r#admit admissions (see lua/rw.lua)
+// that have not ended by now. An admitted reader still waits: a write
+// release let it in, and it holds nothing until it asks again.
 func (c *Client) marked(fields map[string]string, now int64) []Waiter {
 	var waiters []Waiter
 	for f, v := range fields {
 		w, ok := strings.CutSuffix(f, "#wait")
+		if !ok {
+			w, ok = strings.CutSuffix(f, "#admit")
+		}
 		ends, err := strconv.ParseInt(v, 10, 64)
 		if ok && err == nil && ends > now {
 			waiters = append(waiters, Waiter{Field: w, Local: c.local(w), Lease: fromMillis(ends - now)})

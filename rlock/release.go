@@ -176,15 +176,22 @@ func (l *lock) giveBackAs(ctx context.Context, t *turn, target int, leaving bool
 }
 
 // settle takes back whatever an acquire whose reply never came may have
-// done: a release call back to the confirmed count supersedes the lost
-// calls, so that none of them can apply later, and undoes the one that did.
-// It runs in the turn even when ctx is done, bounded by the retry timeout;
-// if Redis stays unreachable, the lease bounds an orphan level and the
-// owner's next call on the lock fences the lost ones.
+// done: a release call back to the confirmed count of the live hold (0
+// when none lives: the lost call began a new hold, and an ended hold's
+// count is nobody's, turn.next) supersedes the lost calls, so that none of
+// them can apply later, and undoes the one that did. It runs in the turn
+// even when ctx is done, bounded by the retry timeout; if Redis stays
+// unreachable, the lease bounds an orphan level and the owner's next call
+// on the lock fences the lost ones.
 func (l *lock) settle(ctx context.Context, t *turn) {
-	if t.unsettled != 0 {
-		l.giveBack(ctx, t, t.count, "an acquire whose reply was lost")
+	if t.unsettled == 0 {
+		return
 	}
+	target := 0
+	if t.activeHold() != nil {
+		target = t.count
+	}
+	l.giveBack(ctx, t, target, "an acquire whose reply was lost")
 }
 
 // withdraw takes back what owner o's refused acquires left on l when o

@@ -219,13 +219,15 @@ func (rw *RWMutex) lock(ctx context.Context, wait, lease time.Duration) (context
 }
 
 // upgrading returns ErrUpgrade when owner o holds rw's read lock and not
-// its write lock: a write acquire would wait for o itself.
+// its write lock: a write acquire would wait for o itself. Only live holds
+// count: a write hold that was lost beside a read hold (a downgrade whose
+// write lease ran out) no longer lets o write.
 func (rw *RWMutex) upgrading(ctx context.Context, o *owner) error {
-	reads, err := rw.read.c.confirmed(ctx, rw.read.holdID(o))
+	reads, err := rw.read.c.liveLevels(ctx, rw.read.holdID(o))
 	if err != nil || reads == 0 {
 		return err
 	}
-	writes, err := rw.write.c.confirmed(ctx, rw.write.holdID(o))
+	writes, err := rw.write.c.liveLevels(ctx, rw.write.holdID(o))
 	if err != nil || writes > 0 {
 		return err
 	}

@@ -371,13 +371,17 @@ func (t *turn) activeHold() *hold {
 	return nil
 }
 
-// confirmed returns the hold count of id that Redis confirmed, waiting for
-// id's turn.
-func (c *Client) confirmed(ctx context.Context, id holdID) (int, error) {
+// liveLevels returns the levels of id's hold that Redis confirmed, waiting
+// for id's turn; 0 when the hold has ended. (A hold that ended by a loss or
+// its lease keeps its count for its owner's Unlock, but holds nothing.)
+func (c *Client) liveLevels(ctx context.Context, id holdID) (int, error) {
 	t, err := c.take(ctx, id)
 	if err != nil {
 		return 0, fmt.Errorf("rlock: acquire: %w", err)
 	}
 	defer c.give(t)
+	if t.activeHold() == nil {
+		return 0, nil
+	}
 	return t.count, nil
 }
