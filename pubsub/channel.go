@@ -90,9 +90,12 @@ func (c *channel) join(tag string) *Waiter {
 }
 
 // leave takes w out of the queue; handOn passes a wake-up to the next
-// waiter. When the queue is empty, the subscription is left to linger
-// (the Subscriber's linger), and then ends: run unsubscribes; leave
-// reports whether the queue is empty. The caller holds s.mu.
+// ready waiter. When the queue is empty, the subscription is left to
+// linger (the Subscriber's linger), and then ends: run unsubscribes. leave
+// reports whether no ready waiter is left: a waiter still in Subscribe
+// cannot take a wake-up (it asks for itself once its subscription is
+// confirmed, and its Subscribe may fail instead), so a wake-up w leaves
+// behind is nobody's here. The caller holds s.mu.
 func (c *channel) leave(w *Waiter, handOn bool) bool {
 	if i := slices.Index(c.waiters, w); i >= 0 {
 		c.waiters = slices.Delete(c.waiters, i, i+1)
@@ -103,7 +106,7 @@ func (c *channel) leave(w *Waiter, handOn bool) bool {
 		c.wakeOne()
 	}
 	if len(c.waiters) > 0 {
-		return false
+		return !slices.ContainsFunc(c.waiters, func(o *Waiter) bool { return o.subscribed })
 	}
 	if c.idle == nil {
 		c.idle = time.AfterFunc(c.s.linger, c.expire)

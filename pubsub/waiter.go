@@ -110,16 +110,19 @@ func (w *Waiter) Place() *int32 {
 }
 
 // timeUp is WakeAfter's wake-up of the waiters in ws, but for those that
-// have left meanwhile: the Subscriber's wake-ups hand them over.
+// have left or were armed again meanwhile (a WakeAfter that took s.mu
+// first replaced the arrangement that fired): the Subscriber's wake-ups
+// hand them over.
 func timeUp(ws []*Waiter) {
 	s := ws[0].c.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := alarm.Now()
 	for _, w := range ws {
-		if w.due <= now { // else WakeAfter armed it again meanwhile
-			w.due = 0
+		if w.due == 0 || w.due > now {
+			continue
 		}
+		w.due = 0
 		if w.by <= now {
 			w.by = 0
 		}
@@ -133,10 +136,11 @@ func timeUp(ws []*Waiter) {
 // A waiter that a message woke but that leaves without the lock (it was
 // cancelled, timed out, or failed) hands a wake-up on to the next waiter,
 // so that the unlock it was told of still reaches someone who wants the
-// lock. The last waiter of a channel unsubscribes from it, and Done
-// reports true to it: a wake-up addressed to this Subscriber (Addressed)
-// that it did not use is nobody's here any more, and the publisher may
-// need to be told. Calls after the first, and calls after
+// lock. Done reports true to the last ready waiter of a channel (those
+// still in Subscribe cannot take a wake-up): a wake-up addressed to this
+// Subscriber (Addressed) that it did not use is nobody's here any more,
+// and the publisher may need to be told. The last waiter of all
+// unsubscribes from the channel. Calls after the first, and calls after
 // Subscriber.Close, do nothing and report false.
 func (w *Waiter) Done(acquired bool) (last bool) {
 	s := w.c.s

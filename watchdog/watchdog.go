@@ -148,7 +148,12 @@ func (w *Watchdog) Add(h *Entry) error {
 // owner-checked, so it can only extend a lock whose field is still there.)
 //
 // Remove may be called from h's own callbacks. It does not wait for a
-// callback of h that has already started, which may be its caller.
+// callback of h that has already started, which may be its caller: one
+// starts when the Watchdog takes it, under its lock, after a round, and it
+// may enter the Holder just after a Remove from another goroutine returned.
+// A Holder that stops caring at Remove checks its own state in its
+// methods (rlock's do). Waiting for it would need the Watchdog to tell its
+// own goroutine from the caller's.
 // Removing a hold that is not registered (never added, added to another
 // Watchdog, already removed or lost) does nothing.
 func (w *Watchdog) Remove(h *Entry) {
