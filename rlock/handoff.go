@@ -91,7 +91,7 @@ func (l *lock) releaseTo(ctx context.Context, t *turn, heir *parked, ht *turn) (
 	var into [2]int64
 	reply, _, sent, err := l.c.exchangeInto(into[:0], ctx, t, l.kind.release, call, false)
 	l.bequeath(ctx, heir, ht, heirSeq, reply, err, sent)
-	return l.recordRelease(t, 0, resentOwn(call, prior), reply, err)
+	return l.recordRelease(t, call, 0, prior, reply, err)
 }
 
 // bequeath records in heir's turn t what the release that named it did,

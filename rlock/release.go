@@ -109,24 +109,14 @@ func (l *lock) release(ctx context.Context, t *turn, target int, leaving bool) (
 	prior := t.unsettled
 	var into [2]int64
 	reply, _, _, err := l.c.exchangeInto(into[:0], ctx, t, l.kind.release, call, false)
-	return l.recordRelease(t, target, resentOwn(call, prior), reply, err)
+	return l.recordRelease(t, call, target, prior, reply, err)
 }
 
-// resentOwn reports whether call, a request begun when its turn's
-// unsettled seq was prior, was answered by a resend of its own: exchange
-// stamps args[4] with the seq the answering call superseded, which is
-// prior for the request's first send. (Parsed, not formatted: the
-// comparison allocates nothing.)
-func resentOwn(call scriptCall, prior uint64) bool {
-	superseded, err := strconv.ParseUint(call.args[4], 10, 64)
-	return err == nil && superseded != prior
-}
-
-// recordRelease records in turn t the outcome of a release to target, from
-// its reply or err: the count left, and the end of the hold when no level
-// is left (a loss when Redis says the owner held none). resent says a
-// resend of the release answered (resentOwn).
-func (l *lock) recordRelease(t *turn, target int, resent bool, reply []int64, err error) (released, error) {
+// recordRelease records in turn t the outcome of call, a release to target
+// begun when the turn's unsettled seq was prior, from its reply or err: the
+// count left, and the end of the hold when no level is left (a loss when
+// Redis says the owner held none).
+func (l *lock) recordRelease(t *turn, call scriptCall, target int, prior uint64, reply []int64, err error) (released, error) {
 	if err != nil {
 		return 0, fmt.Errorf("rlock: release: %w", err)
 	}
@@ -134,7 +124,11 @@ func (l *lock) recordRelease(t *turn, target int, resent bool, reply []int64, er
 	if err != nil {
 		return 0, err
 	}
-	if result == notHeld && target == 0 && resent && t.activeHold() != nil {
+	// exchange stamps args[4] with the seq the answering call superseded:
+	// prior for the release's first send, its own earlier send's for a
+	// resend. (Parsed, not formatted: the check allocates nothing.)
+	superseded, _ := strconv.ParseUint(call.args[4], 10, 64)
+	if result == notHeld && target == 0 && superseded != prior && t.activeHold() != nil {
 		// An earlier send of this release, whose reply was lost, may have
 		// freed the lock: with the hold live until now, it did. (A hold
 		// already known lost was gone before: ErrNotHeld. A call of
