@@ -50,13 +50,21 @@ end
 if tonumber(f or '0') >= seq or tonumber(entry[1] or '0') >= seq then
     return {STALE, 0}
 end
+local pttl = redis.call('pttl', hash)
+if pttl == -2 then
+    -- The free lock goes to someone, who needs a token: a counter that is
+    -- not one fails the call before anything is written.
+    local counter, err = readCounter(KEYS[2])
+    if counter == nil then
+        return err
+    end
+end
 fence(fences, owner, superseded, ARGV[6])
 local now = nowMs()
 if entry[1] and tonumber(entry[2]) <= now then
     dequeue(queue, owner) -- its own lease passed: it starts again at the back
     entry[1] = false
 end
-local pttl = redis.call('pttl', hash)
 if pttl == -2 then
     local first, e = head(queue, now)
     if not first or first == owner then

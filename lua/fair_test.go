@@ -34,3 +34,38 @@ func TestFairLateReleaseIsStale(t *testing.T) {
 	assert.Equal(t, reply(lua.Stale, 0), release(lost), "the copy that arrives late")
 	assertGone(t, rc, k.Hash)
 }
+
+// TestFairWrongCounterWritesNothing: a fair acquire that finds the lock
+// free gives it to someone, who needs a token: when the fencing counter is
+// not a number (something other than rlock wrote it), the call fails
+// before it writes anything, neither dropping the queue's expired head nor
+// taking the caller out of the queue, nor fencing.
+func TestFairWrongCounterWritesNothing(t *testing.T) {
+	rc := redistest.Shared(t).Client(t)
+	k := lockKeys(t)
+	acquire := func(c call) lua.Code { return lua.Code(c.acquireBy(t, rc, k, lua.FairAcquire)[0]) }
+	queue := func() map[string]string {
+		q, err := rc.Do(t.Context(), rc.B().Hgetall().Key(k.Queue).Build()).AsStrMap()
+		require.NoError(t, err)
+		return q
+	}
+
+	require.Equal(t, lua.Granted, acquire(call{owner: "H:1", seq: 1, count: 1}))
+	require.Equal(t, lua.Refused, acquire(call{owner: "E:1", seq: 1, count: 1, waiting: true}))
+	require.Equal(t, lua.Refused, acquire(call{owner: "G:1", seq: 1, count: 1, waiting: true}))
+	require.NoError(t, rc.Do(t.Context(), rc.B().Hset().Key(k.Queue).FieldValue().FieldValue("E:1#exp", "1").Build()).Error()) // E's own lease ended
+	require.NoError(t, rc.Do(t.Context(), rc.B().Del().Key(k.Hash).Build()).Error())                                        // H's lease ran out
+	require.NoError(t, rc.Do(t.Context(), rc.B().Set().Key(k.Token).Value("not a number").Build()).Error())
+	before := queue()
+
+	for _, c := range []call{
+		{owner: "G:1", seq: 3, count: 1, superseded: 2, waiting: true}, // the live head, after E
+		{owner: "X:1", seq: 1, count: 1, superseded: 1},                // a newcomer: E and G come first
+	} {
+		_, err := lua.FairAcquire.Exec(t.Context(), rc, []string{k.Hash, k.Token, k.Fence, k.Queue, k.Channel}, c.acquireArgs()).AsIntSlice()
+		assert.ErrorContains(t, err, "not a number", "%s: a fencing counter that is not a number", c.owner)
+		assert.Equal(t, before, queue(), "%s: the queue is as it was", c.owner)
+		assertGone(t, rc, k.Hash)
+		assertGone(t, rc, k.Fence)
+	}
+}

@@ -57,12 +57,17 @@ func (c call) acquire(t testing.TB, rc rueidis.Client, k keys.Keys) []int64 {
 // acquireBy is acquire with script s, a kind's acquire script.
 func (c call) acquireBy(t testing.TB, rc rueidis.Client, k keys.Keys, s *lua.Script) []int64 {
 	t.Helper()
-	reply, err := s.Exec(t.Context(), rc, []string{k.Hash, k.Token, k.Fence, k.Queue, k.Channel}, []string{
-		c.owner, strconv.Itoa(c.seq), strconv.Itoa(c.count), strconv.Itoa(max(c.lease, 30000)),
-		strconv.Itoa(c.superseded), fenceLife, flag(c.waiting), "publish", "30000", "0",
-	}).AsIntSlice()
+	reply, err := s.Exec(t.Context(), rc, []string{k.Hash, k.Token, k.Fence, k.Queue, k.Channel}, c.acquireArgs()).AsIntSlice()
 	require.NoError(t, err)
 	return reply
+}
+
+// acquireArgs is the ARGV of c as an acquire script of any kind.
+func (c call) acquireArgs() []string {
+	return []string{
+		c.owner, strconv.Itoa(c.seq), strconv.Itoa(c.count), strconv.Itoa(max(c.lease, 30000)),
+		strconv.Itoa(c.superseded), fenceLife, flag(c.waiting), "publish", "30000", "0",
+	}
 }
 
 func (c call) release(t testing.TB, rc rueidis.Client, k keys.Keys) []int64 {

@@ -26,20 +26,31 @@ local function nextToken(key)
     return t
 end
 
--- currentToken returns the counter at key, the token of the latest first
--- acquire, starting it when it is missing; nil and the error when the key
--- is not a counter.
-local function currentToken(key)
+-- readCounter returns the counter at key, or false when it is missing;
+-- nil and the error when the key is not a counter. It writes nothing, so
+-- a script can check the counter before its first write.
+local function readCounter(key)
     local t = redis.pcall('get', key)
     if type(t) == 'table' then
         return nil, t
     end
     if not t then
-        return startToken(key)
+        return false
     end
     local n = tonumber(t)
     if not n then
         return nil, redis.error_reply('ERR fencing counter ' .. key .. ' is not a number')
     end
     return n
+end
+
+-- currentToken returns the counter at key, the token of the latest first
+-- acquire, starting it when it is missing; nil and the error when the key
+-- is not a counter.
+local function currentToken(key)
+    local t, err = readCounter(key)
+    if t == nil then
+        return nil, err
+    end
+    return t or startToken(key)
 end
