@@ -4,6 +4,7 @@
 --@include fence.lua
 --@include hold.lua
 --@include queue.lua
+--@include token.lua
 -- fair_acquire: acquire.lua for a fair lock: owners get the lock in the
 -- order in which they queued; a re-entry never queues.
 --
