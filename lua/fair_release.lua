@@ -50,19 +50,25 @@ local function handToHeir()
     return token and {HANDED, token}
 end
 
--- handOn hands the free lock over to the waiter longest in the queue, if
--- one lives: to G in the reply when G is that waiter, else by a message.
--- A counter that is not one leaves it free: the next acquire reports that.
-local function handOn()
-    local handed = heir and handToHeir()
-    if handed then
-        return handed
-    end
+-- handOnByMessage hands the free lock over to the waiter longest in the
+-- queue, if one lives, by a message addressed to it. A counter that is not
+-- one leaves it free: the next acquire reports that.
+local function handOnByMessage()
     local now = nowMs()
     local first, e = head(queue, now)
     if first then
         handOver(hash, KEYS[4], queue, KEYS[2], ARGV[4], first, e, now)
     end
+end
+
+-- handOn is handOnByMessage for a release that freed the lock, but to G in
+-- the reply when G is that waiter.
+local function handOn()
+    local handed = heir and handToHeir()
+    if handed then
+        return handed
+    end
+    handOnByMessage()
     return {FREED, 0}
 end
 
@@ -81,7 +87,10 @@ if held.err or not held[1] then
         return token and {HANDED, token} or err
     end
     if not held.err and redis.call('exists', hash) == 0 then
-        handOn()
+        -- A lock that is free with waiters queued (its holder's lease ran
+        -- out, or a ForceUnlock) goes on by a message even to G: this call
+        -- answers NOT_HELD, and G learns of nothing from it.
+        handOnByMessage()
     end
     return {NOT_HELD, 0}
 end

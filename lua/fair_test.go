@@ -1,6 +1,7 @@
 package lua_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -54,7 +55,7 @@ func TestFairWrongCounterWritesNothing(t *testing.T) {
 	require.Equal(t, lua.Refused, acquire(call{owner: "E:1", seq: 1, count: 1, waiting: true}))
 	require.Equal(t, lua.Refused, acquire(call{owner: "G:1", seq: 1, count: 1, waiting: true}))
 	require.NoError(t, rc.Do(t.Context(), rc.B().Hset().Key(k.Queue).FieldValue().FieldValue("E:1#exp", "1").Build()).Error()) // E's own lease ended
-	require.NoError(t, rc.Do(t.Context(), rc.B().Del().Key(k.Hash).Build()).Error())                                        // H's lease ran out
+	require.NoError(t, rc.Do(t.Context(), rc.B().Del().Key(k.Hash).Build()).Error())                                           // H's lease ran out
 	require.NoError(t, rc.Do(t.Context(), rc.B().Set().Key(k.Token).Value("not a number").Build()).Error())
 	before := queue()
 
@@ -68,4 +69,27 @@ func TestFairWrongCounterWritesNothing(t *testing.T) {
 		assertGone(t, rc, k.Hash)
 		assertGone(t, rc, k.Fence)
 	}
+}
+
+// TestFairNotHeldReleaseHandsOnByMessage: F's Unlock names heir G (a
+// waiter of F's Client, at the queue's head), but F's lease ran out before
+// the release arrived, so F holds nothing and the call answers NOT_HELD.
+// The free lock still goes to G, and by a message addressed to it (under
+// the seq of G's call that queued it), never in the reply: F's Client
+// learns nothing of G from a NOT_HELD.
+func TestFairNotHeldReleaseHandsOnByMessage(t *testing.T) {
+	rc, k, messages := listenedLock(t)
+	acquire := func(c call) lua.Code { return lua.Code(c.acquireBy(t, rc, k, lua.FairAcquire)[0]) }
+
+	require.Equal(t, lua.Granted, acquire(call{owner: "C:F", seq: 1, count: 1}))
+	require.Equal(t, lua.Refused, acquire(call{owner: "C:G", seq: 2, count: 1, waiting: true}))
+	require.NoError(t, rc.Do(t.Context(), rc.B().Del().Key(k.Hash).Build()).Error()) // F's lease ran out
+
+	assert.Equal(t, reply(lua.NotHeld, 0), call{owner: "C:F", seq: 3, heir: "C:G", heirSeq: 4}.releaseBy(t, rc, k, lua.FairRelease))
+	seq, held := hget(t, rc, k.Hash, "C:G#seq")
+	require.True(t, held, "G holds the lock")
+	assert.EqualValues(t, 2, seq, "under the seq of its call that queued it, not the hand-over's")
+	note := next(t, messages)
+	assert.True(t, strings.HasPrefix(note, "@C:G 2 "), "G is told by a message: %q", note)
+	assertGone(t, rc, k.Queue)
 }

@@ -19,3 +19,23 @@ func LocalDeadline(ctx context.Context) (deadline time.Duration, ok bool) {
 	defer h.life.mu.Unlock()
 	return h.deadline, true
 }
+
+// Parked reports, to the tests of package rlock_test, how many of f's
+// Client's waiters are asleep in its lot on f: a release of that Client
+// may claim them as heirs (handoff.go). A test that names an heir waits
+// for this rather than for time to pass.
+func Parked(f *FairMutex) int {
+	l := f.engine()
+	lot := &l.c.lot
+	lot.mu.Lock()
+	defer lot.mu.Unlock()
+	n := 0
+	if e := lot.entry(l.keys.Hash(), false); e != nil {
+		for _, p := range e.waiters {
+			if p.state == asleep {
+				n++
+			}
+		}
+	}
+	return n
+}
