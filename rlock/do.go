@@ -40,9 +40,10 @@ var ErrResultsLost = errors.New("rlock: the commands ran; their results were los
 // redis.pcall through unpack, and Lua's stack takes about 8000 values.
 const maxWords = 7900
 
-// unscriptable are the commands Redis refuses in a script, or that would
-// make no sense in one: transactions, pub/sub subscriptions, scripts and
-// functions, and connection and server state.
+// unscriptable are the commands Redis refuses in a script (flagged
+// noscript), or that would make no sense in one: transactions, pub/sub
+// subscriptions, scripts and functions, connection and server state, and
+// the server's administration and replication.
 var unscriptable = map[string]bool{
 	"MULTI": true, "EXEC": true, "DISCARD": true, "WATCH": true, "UNWATCH": true,
 	"SUBSCRIBE": true, "PSUBSCRIBE": true, "SSUBSCRIBE": true,
@@ -52,6 +53,9 @@ var unscriptable = map[string]bool{
 	"WAIT": true, "WAITAOF": true, "MONITOR": true, "SYNC": true, "PSYNC": true,
 	"CLIENT": true, "HELLO": true, "AUTH": true, "RESET": true, "SELECT": true,
 	"QUIT": true, "SHUTDOWN": true, "ASKING": true, "READONLY": true, "READWRITE": true,
+	"CONFIG": true, "ACL": true, "ROLE": true, "DEBUG": true, "MODULE": true, "LATENCY": true,
+	"SAVE": true, "BGSAVE": true, "BGREWRITEAOF": true, "CLUSTER": true,
+	"REPLICAOF": true, "SLAVEOF": true, "FAILOVER": true, "REPLCONF": true,
 }
 
 // Do runs cmds in Redis, in order and atomically with a check that ctx's

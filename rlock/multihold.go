@@ -25,7 +25,9 @@ type multiHold struct {
 
 	mu        sync.Mutex
 	parts     []*hold // by node; nil where the node holds no part
+	depth     int     // levels held: 1, and 1 more per re-entry, 1 less per Unlock
 	ended     bool
+	cause     error // why it ended, once it has: set with ended
 	unlocking int            // Unlock calls under way: no part is retaken meanwhile
 	poke      chan struct{}  // closed when an Unlock begins, to stop retaking
 	retaking  sync.WaitGroup // parts being taken again
@@ -36,6 +38,9 @@ type multiHold struct {
 // parts), else a new hold's context.
 func (ml *MultiLock) bindParts(ctx context.Context, o *owner, lease time.Duration, parts []*hold) context.Context {
 	if mh, ok := ctx.Value(multiKey{ml}).(*multiHold); ok && mh.life.Err() == nil {
+		mh.mu.Lock()
+		mh.depth++
+		mh.mu.Unlock()
 		for i, h := range parts {
 			if h != nil {
 				mh.setPart(i, h)
@@ -43,7 +48,7 @@ func (ml *MultiLock) bindParts(ctx context.Context, o *owner, lease time.Duratio
 		}
 		return ctx
 	}
-	mh := &multiHold{ml: ml, o: o, lease: lease, parts: make([]*hold, len(parts)), poke: make(chan struct{})}
+	mh := &multiHold{ml: ml, o: o, lease: lease, parts: make([]*hold, len(parts)), depth: 1, poke: make(chan struct{})}
 	for i, h := range parts {
 		if h != nil {
 			mh.setPart(i, h)
@@ -91,14 +96,15 @@ func (mh *multiHold) partEnded(i int, h *hold) {
 	mh.checkQuorum(h.life.Cause())
 	if retake {
 		mh.retake(i)
-		mh.retaking.Done()
 	}
 }
 
 // retake takes node i's part again, at once and then every renewal period
 // (a node restarted empty may not answer yet), until it has it, an Unlock
-// begins, the hold ends, or the node's Client is closed.
+// begins, the hold ends, or the node's Client is closed; then it tells
+// mh.retaking, which the caller added it to.
 func (mh *multiHold) retake(i int) {
+	defer mh.retaking.Done()
 	period := mh.ml.mutexes[i].c.cfg.lease / 3
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -125,20 +131,38 @@ func (mh *multiHold) retake(i int) {
 	}
 }
 
-// retakeOnce tries once, within the node timeout, to take node i's part
-// again, and reports whether to stop trying: it has the part, or the node's
-// Client is closed.
+// retakeOnce tries once, each call within the node timeout, to take node
+// i's part again, as deep as the hold (a level per level, so that nested
+// Unlocks leave it as they leave the others), and reports whether to stop
+// trying: it has the part, or the node's Client is closed. The calls carry
+// the hold's owner, so that the part taken is the hold's; the part is read
+// from the last call's lock context, which carries it still once that call
+// is over.
 func (mh *multiHold) retakeOnce(i int) bool {
 	m := mh.ml.mutexes[i]
 	if m.check(context.Background()) != nil {
 		return true
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), nodeTimeout(0, m))
-	defer cancel()
-	lctx, g, err := m.attempt(ctx, m.holdID(mh.o), 0, false)
-	if err != nil || !g.acquired {
-		m.c.cfg.logger.Debug("rlock: multilock could not take a lost part again yet", "key", m.keys.Hash(), "err", err)
-		return errors.Is(err, ErrClosed)
+	base := carrying(context.Background(), mh.o)
+	var lctx context.Context
+	for level := 1; ; level++ {
+		ctx, cancel := context.WithTimeout(base, nodeTimeout(0, m))
+		next, g, err := m.attempt(ctx, m.holdID(mh.o), 0, false)
+		cancel()
+		if err != nil || !g.acquired {
+			m.c.cfg.logger.Debug("rlock: multilock could not take a lost part again yet", "key", m.keys.Hash(), "err", err)
+			if level == 1 {
+				return errors.Is(err, ErrClosed)
+			}
+			break // a part shallower than the hold is still a part
+		}
+		lctx = next
+		mh.mu.Lock()
+		deep := level >= mh.depth
+		mh.mu.Unlock()
+		if deep {
+			break
+		}
 	}
 	part, ok := m.carried(lctx)
 	if ok {
@@ -165,14 +189,14 @@ func (mh *multiHold) checkQuorum(lost error) {
 		mh.mu.Unlock()
 		return
 	}
-	mh.ended = true
-	parts := mh.parts
-	mh.mu.Unlock()
 	quorum := errQuorumLost
 	if errors.Is(lost, ErrClosed) {
 		quorum = errQuorumClosed
 	}
 	cause := fmt.Errorf("%w; the last part lost: %v", quorum, lost) // its text only: errors.Is answers as for the quorum
+	mh.ended, mh.cause = true, cause
+	parts := mh.parts
+	mh.mu.Unlock()
 	for _, h := range parts {
 		if h != nil {
 			h.finish(cause)
@@ -203,20 +227,58 @@ func (mh *multiHold) beginUnlock() (held []bool, ended bool) {
 	return held, ended
 }
 
-// endUnlock ends the hold once no part is held any more.
-func (mh *multiHold) endUnlock() {
+// endUnlock ends the hold once no part is held any more: as lost when
+// gone says the nodes found fewer parts than the quorum to release. A
+// hold that lives on (a nested Unlock) takes again, when the watchdogs
+// renew it, the parts lost meanwhile, which beginUnlock stopped retaking,
+// and a part the Unlock freed on a node where it was shallower than the
+// hold (a re-entry that node did not grant); and it ends, as lost, when
+// fewer parts than the quorum are left.
+func (mh *multiHold) endUnlock(gone bool) {
 	mh.mu.Lock()
 	mh.unlocking--
+	mh.depth--
+	live := 0
 	for _, h := range mh.parts {
 		if h != nil && h.active() {
-			mh.mu.Unlock()
-			return
+			live++
 		}
 	}
-	already := mh.ended
-	mh.ended = true
+	if live == 0 {
+		if !mh.ended {
+			mh.ended, mh.cause = true, context.Canceled
+			if gone {
+				mh.cause = fmt.Errorf("%w; %w", errQuorumLost, errPartsGone)
+			}
+		}
+		cause := mh.cause
+		mh.mu.Unlock()
+		mh.life.end(cause) // a loss that ended it first may not have ended it yet: the Unlock returns once it has
+		return
+	}
+	if !mh.ended && mh.lease == 0 && mh.unlocking == 0 {
+		for i, h := range mh.parts {
+			// A part that was lost is left to partEnded, which retakes it.
+			if h == nil || !h.active() && !errors.Is(h.life.Cause(), ErrLockLost) {
+				mh.parts[i] = nil
+				mh.retaking.Add(1)
+				go mh.retake(i)
+			}
+		}
+	}
 	mh.mu.Unlock()
-	if !already {
-		mh.life.end(context.Canceled)
+	if gone {
+		mh.checkQuorum(errPartsGone)
+	} else {
+		mh.checkQuorum(errShallowPart)
 	}
 }
+
+var (
+	// errPartsGone: an Unlock found fewer parts than the quorum to
+	// release, before this process learnt of the losses.
+	errPartsGone = errors.New("the nodes held fewer parts than the quorum at Unlock")
+	// errShallowPart: a nested Unlock may leave fewer parts than the
+	// quorum when a node that did not grant a re-entry held fewer levels.
+	errShallowPart = errors.New("a nested Unlock released a part shallower than the hold")
+)

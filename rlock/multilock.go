@@ -218,9 +218,9 @@ func endTurn(m *Mutex, ctx context.Context, t *turn, undo bool, wg *sync.WaitGro
 // Unlock leaves one level on every node, all of them even when some fail,
 // and reports, joined, the failures on nodes that held a part (a node that
 // held none is only logged). It returns ErrNotHeld when the owner held no
-// part of the lock, and when its hold had ended before (fewer nodes than
-// the quorum held it, as its context said): the parts left are released
-// all the same.
+// part of the lock, and when its hold had ended (fewer nodes than the
+// quorum held it, as its context said, or as the nodes said when asked to
+// release it): the parts left are released all the same.
 func (ml *MultiLock) Unlock(ctx context.Context) error {
 	if err := ml.check(ctx, true); err != nil {
 		return err
@@ -245,22 +245,27 @@ func (ml *MultiLock) Unlock(ctx context.Context) error {
 		go unlockPart(m, octx, &errs[i], &wg)
 	}
 	wg.Wait()
-	if mh != nil {
-		mh.endUnlock()
-	}
-	notHeld := 0
+	notHeld, released := 0, 0
 	var failures []error
 	for i, err := range errs {
 		switch {
 		case errors.Is(err, ErrNotHeld):
 			notHeld++
 		case err == nil:
+			released++
 		case held == nil || held[i]:
 			failures = append(failures, err)
 		default:
 			m := ml.mutexes[i]
 			m.c.cfg.logger.Debug("rlock: multilock could not reach a node that held no part", "key", m.keys.Hash(), "err", err)
 		}
+	}
+	// Fewer nodes than the quorum released a part or may have (a failure):
+	// the lock was lost, though this process had not learnt it yet.
+	gone := released+len(failures) < ml.quorum
+	ended = ended || gone
+	if mh != nil {
+		mh.endUnlock(gone)
 	}
 	switch {
 	case (notHeld == len(ml.mutexes) || ended) && failures == nil:
