@@ -27,7 +27,7 @@ type multiHold struct {
 	parts     []*hold // by node; nil where the node holds no part
 	depth     int     // levels held: 1, and 1 more per re-entry, 1 less per Unlock
 	ended     bool
-	cause     error // why it ended, once it has: set with ended
+	cause     error          // why it ended, once it has: set with ended
 	unlocking int            // Unlock calls under way: no part is retaken meanwhile
 	poke      chan struct{}  // closed when an Unlock begins, to stop retaking
 	retaking  sync.WaitGroup // parts being taken again
