@@ -88,7 +88,13 @@ if held.err or type(f) == 'table' then
     return redis.error_reply('WRONGTYPE lock key ' .. hash .. ' or ' .. fences .. ' is not a hash')
 end
 if held[1] then
-    return reenter(held)
+    -- A waiter whose owner took the lock meanwhile re-enters: its Client
+    -- holds the lock, and leaves the record as a waiter's that takes it.
+    local granted = reenter(held)
+    if ARGV[7] == '1' and granted[1] == GRANTED then
+        forgetWaiting(KEYS[4], owner)
+    end
+    return granted
 end
 if tonumber(f or '0') >= seq then
     return {STALE, 0}

@@ -23,7 +23,9 @@
 -- ARGV[7] '1' when the owner's Client stops waiting (its last waiter gave
 --         up): it leaves the waiting Clients, and if a release took it
 --         out to wake it and the lock is free, the wake-up goes on as a
---         release's does (below). Absent or '0' otherwise.
+--         release's does (below); when the owner holds the lock (another
+--         call of it took it), a release to the count it holds only takes
+--         its Client out. Absent or '0' otherwise.
 -- ARGV[8] heir G            a waiter of F's Client, to hand the lock to at
 --                           0 (see below), or absent
 -- ARGV[9] G's seq           a number reserved for the hand-over before the
@@ -104,6 +106,9 @@ if held.err or not held[1] then
     return {NOT_HELD, 0}
 end
 local lowered = lower(held)
+if ARGV[7] == '1' and (not lowered or lowered[1] == STILL_HELD) then
+    forgetWaiting(KEYS[5], owner)
+end
 if lowered then
     return lowered
 end

@@ -34,7 +34,7 @@ func (l *lock) waitInQueue(ctx context.Context, o *owner, wait, lease time.Durat
 	q := &place{l: l, id: id, floor: l.c.seq.Load(), p: parked{o: o, lease: lease, w: w}}
 	lctx, g, err := q.wait(ctx, w, deadline, lease, t)
 	if !g.acquired && q.p.asked != 0 { // an ask was sent: the waiter may be queued
-		l.withdraw(ctx, o)
+		l.withdraw(ctx, o, true)
 	}
 	q.end()
 	w.Done(g.acquired)

@@ -22,7 +22,8 @@ import (
 // (retryParked), and when it stops waiting without the lock, it withdraws
 // its Client from the lock's waiting Clients if it was the Client's last
 // waiter, and a wake-up addressed to the Client meanwhile goes on to the
-// next Client (lua/waiting.lua).
+// next Client (lua/waiting.lua); last or not, it takes back a hand-over to
+// it whose reply never came (withdraw).
 func (l *lock) waitParked(ctx context.Context, o *owner, wait, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
 	w, deadline, err := l.subscribe(ctx, wait, "")
 	if w == nil {
@@ -30,8 +31,8 @@ func (l *lock) waitParked(ctx context.Context, o *owner, wait, lease time.Durati
 	}
 	p := &parked{o: o, lease: lease, w: w}
 	lctx, g, err := l.retryParked(ctx, p, deadline, lease, t)
-	if w.Done(g.acquired) && !g.acquired {
-		l.withdraw(ctx, o)
+	if last := w.Done(g.acquired); !g.acquired {
+		l.withdraw(ctx, o, last)
 	}
 	return lctx, g, err
 }
@@ -45,7 +46,7 @@ func (l *lock) waitParked(ctx context.Context, o *owner, wait, lease time.Durati
 func (l *lock) retryParked(ctx context.Context, p *parked, deadline time.Time, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
 	for behind := true; ; behind = false {
 		check := l.c.cfg.lease // behind a hold: its release or end wakes p
-		if !behind || !l.c.lot.parkBehind(l.keys.Hash(), p) {
+		if !behind || !l.c.lot.parkBehind(l, p) {
 			lctx, g, err := l.askParked(ctx, p, lease, t)
 			if err != nil || g.acquired {
 				return lctx, g, err
@@ -101,13 +102,16 @@ func (l *lock) inherit(ctx context.Context, p *parked) (context.Context, grant, 
 	}
 	defer l.c.give(t)
 	l.c.lot.mu.Lock()
-	got := p.state == handed
+	handed := p.hold
 	if p.state == asleep { // not handed: settle left it in the lot
 		l.c.lot.remove(l.keys.Hash(), p)
 	}
-	p.state = awake
+	p.state, p.hold = awake, nil
 	l.c.lot.mu.Unlock()
-	if !got || t.hold == nil {
+	if handed == nil || t.hold != handed || !handed.active() {
+		// Not handed; or the hold handed to it ended, and another call of
+		// its owner, whose turn came first, may have begun the next: p
+		// asks again, and re-enters that one.
 		return ctx, grant{}, nil
 	}
 	lctx, err := l.bound(ctx, t)
@@ -138,7 +142,8 @@ type parked struct {
 
 	// Guarded by the lot's mu.
 	state  parkState
-	behind bool // it parked without asking Redis (parkBehind): nobody else wakes it
+	behind bool  // it parked without asking Redis (parkBehind): nobody else wakes it
+	hold   *hold // the hold it was handed, while handed
 }
 
 // parkState is where a parked waiter stands.
@@ -210,17 +215,22 @@ func (lot *parkingLot) park(l *lock, p *parked) {
 	}
 }
 
-// parkBehind puts p in the lot under key without asking Redis, and
-// reports true, when a hold of this Client on the lock at key is live and
-// counted: its release claims p, or its end pokes p to ask.
-func (lot *parkingLot) parkBehind(key string, p *parked) bool {
+// parkBehind puts p in the lot under l's key without asking Redis, and
+// reports true, when a hold of this Client on l is live and counted: its
+// release claims p, or its end pokes p to ask. Not behind a hold of p's
+// own owner, which no release hands to p: p asks, and re-enters. (A hold
+// of its owner that begins later pokes it: holding.)
+func (lot *parkingLot) parkBehind(l *lock, p *parked) bool {
 	if lot.live.Load() == 0 {
 		return false
 	}
 	lot.mu.Lock()
 	defer lot.mu.Unlock()
-	e := lot.entry(key, false)
+	e := lot.entry(l.keys.Hash(), false)
 	if e == nil || e.held == 0 {
+		return false
+	}
+	if _, own := l.c.heldSince(l.holdID(p.o)); own {
 		return false
 	}
 	lot.putAsleep(e, p)
@@ -307,7 +317,7 @@ func (lot *parkingLot) settle(c *Client, key string, p *parked, t *turn, got, po
 	p.state = asleep
 	if got {
 		lot.remove(key, p)
-		p.state = handed
+		p.state, p.hold = handed, t.hold
 	}
 	lot.mu.Unlock()
 	c.give(t)

@@ -199,8 +199,14 @@ func (l *lock) settle(ctx context.Context, t *turn) {
 // release runs in a turn of its own, which is safe because a waiter is its
 // owner's only call on the lock and holds no level of it.) If it cannot
 // run (Redis unreachable), its own lease ends it. When another call of the
-// owner holds the lock meanwhile, there is nothing to take back.
-func (l *lock) withdraw(ctx context.Context, o *owner) {
+// owner holds the lock meanwhile, a release to the count it holds leaves
+// its levels as they are and takes the Client's place (release.lua).
+//
+// last is false for a Mutex waiter that was not its Client's last ready
+// waiter (waitParked): its Client still waits, and only a hand-over to it
+// whose reply never came (its turn's unsettled seq) is taken back, which
+// nobody else would, the lock waiting out its lease meanwhile.
+func (l *lock) withdraw(ctx context.Context, o *owner, last bool) {
 	wctx, cancel := l.c.detached(ctx)
 	defer cancel()
 	id := l.holdID(o)
@@ -213,8 +219,11 @@ func (l *lock) withdraw(ctx context.Context, o *owner) {
 	default:
 		defer l.c.give(t)
 	}
-	if t.count == 0 {
-		l.giveBackAs(wctx, t, 0, true, "a waiter's mark or place")
+	switch {
+	case t.count == 0 && (last || t.unsettled != 0):
+		l.giveBackAs(wctx, t, 0, last, "a waiter's mark or place")
+	case t.count != 0 && last:
+		l.giveBackAs(wctx, t, t.count, true, "a waiter's place")
 	}
 }
 

@@ -189,7 +189,7 @@ func (rw *RWMutex) rlock(ctx context.Context, wait, lease time.Duration) (contex
 	lctx, ok, err := r.acquire(parent, wait, lease)
 	if !ok {
 		if wait != 0 {
-			r.withdraw(parent, o)
+			r.withdraw(parent, o, true)
 		}
 		return ctx, false, err
 	}
@@ -211,7 +211,7 @@ func (rw *RWMutex) lock(ctx context.Context, wait, lease time.Duration) (context
 	lctx, ok, err := w.acquire(octx, wait, lease)
 	if !ok {
 		if wait != 0 {
-			w.withdraw(octx, o)
+			w.withdraw(octx, o, true)
 		}
 		return ctx, false, err
 	}
