@@ -22,6 +22,36 @@ func partFields(t *testing.T, rc rueidis.Client, name string) map[string]string 
 	return m
 }
 
+// retakeLease is the lease of the retake tests' RedLocks: renewals, and
+// retakes of a lost part, every 200 ms.
+const retakeLease = 600 * time.Millisecond
+
+// heldRedLock returns three masters and a RedLock over them, named name,
+// held by ctx at depth levels (Lock, then nested Locks).
+func heldRedLock(t *testing.T, depth int) (ms masters, name string, rl *rlock.MultiLock, ctxs []context.Context) {
+	t.Helper()
+	ms = startMasters(t, 3)
+	name = redistest.LockName(t)
+	rl = rlock.NewRedLock(ms.mutexes(t, name, rlock.WithLeaseTime(retakeLease))...)
+	ctx := t.Context()
+	for range depth {
+		lctx, err := rl.Lock(ctx)
+		require.NoError(t, err)
+		ctxs, ctx = append(ctxs, lctx), lctx
+	}
+	return ms, name, rl, ctxs
+}
+
+// stealPart has a rival take node 0's part of the RedLock name: the next
+// renewal finds it gone, and the retakes are refused while the rival holds
+// it.
+func stealPart(t *testing.T, ms masters, name string) {
+	t.Helper()
+	steal := `redis.call('del', KEYS[1]); redis.call('hset', KEYS[1], 'rival', 1); redis.call('pexpire', KEYS[1], 60000); return 1`
+	require.NoError(t, ms.raw[0].Do(t.Context(), ms.raw[0].B().Eval().Script(steal).Numkeys(1).Key(lockKeys(name).Hash).Build()).Error())
+	require.Eventually(t, retaking, 4*retakeLease, 10*time.Millisecond, "the RedLock retakes its lost part")
+}
+
 // TestRedLockRetakenPartIsReleased: a RedLock part lost to another owner
 // is taken again once the node is free. The retaken part is one level,
 // recorded as the RedLock's part (retaking stops), and the final Unlock
@@ -29,19 +59,10 @@ func partFields(t *testing.T, rc rueidis.Client, name string) map[string]string 
 // did not carry the hold's owner took the node again every period, a level
 // deeper each time, and the part outlived the Unlock.)
 func TestRedLockRetakenPartIsReleased(t *testing.T) {
-	ms := startMasters(t, 3)
-	name := redistest.LockName(t)
-	const lease = 600 * time.Millisecond // renewals and retakes every 200 ms
-	rl := rlock.NewRedLock(ms.mutexes(t, name, rlock.WithLeaseTime(lease))...)
-	ctx, err := rl.Lock(t.Context())
-	require.NoError(t, err)
-
-	// A rival takes node 0's part: the next renewal finds it gone, and the
-	// retakes are refused while the rival holds it.
-	k := lockKeys(name)
-	steal := `redis.call('del', KEYS[1]); redis.call('hset', KEYS[1], 'rival', 1); redis.call('pexpire', KEYS[1], 60000); return 1`
-	require.NoError(t, ms.raw[0].Do(t.Context(), ms.raw[0].B().Eval().Script(steal).Numkeys(1).Key(k.Hash).Build()).Error())
-	require.Eventually(t, retaking, 4*lease, 10*time.Millisecond, "the RedLock retakes its lost part")
+	const lease = retakeLease
+	ms, name, rl, ctxs := heldRedLock(t, 1)
+	ctx, k := ctxs[0], lockKeys(name)
+	stealPart(t, ms, name)
 	require.NoError(t, ctx.Err(), "two of three parts are still a quorum")
 
 	// The rival lets go: the next retake takes node 0 again.
@@ -71,19 +92,10 @@ func TestRedLockRetakenPartIsReleased(t *testing.T) {
 // the node is free, as deep as the hold, so that the final Unlock frees
 // every node.
 func TestRedLockNestedUnlockRetakes(t *testing.T) {
-	ms := startMasters(t, 3)
-	name := redistest.LockName(t)
-	const lease = 600 * time.Millisecond
-	rl := rlock.NewRedLock(ms.mutexes(t, name, rlock.WithLeaseTime(lease))...)
-	ctx, err := rl.Lock(t.Context())
-	require.NoError(t, err)
-	inner, err := rl.Lock(ctx)
-	require.NoError(t, err)
-
-	k := lockKeys(name)
-	steal := `redis.call('del', KEYS[1]); redis.call('hset', KEYS[1], 'rival', 1); redis.call('pexpire', KEYS[1], 60000); return 1`
-	require.NoError(t, ms.raw[0].Do(t.Context(), ms.raw[0].B().Eval().Script(steal).Numkeys(1).Key(k.Hash).Build()).Error())
-	require.Eventually(t, retaking, 4*lease, 10*time.Millisecond, "the RedLock retakes its lost part")
+	const lease = retakeLease
+	ms, name, rl, ctxs := heldRedLock(t, 2)
+	ctx, inner, k := ctxs[0], ctxs[1], lockKeys(name)
+	stealPart(t, ms, name)
 
 	require.NoError(t, rl.Unlock(inner), "the nested Unlock")
 	require.NoError(t, ctx.Err(), "the outer level still holds the RedLock")
@@ -136,16 +148,9 @@ func TestMultiLockUnlockAfterQuorumLost(t *testing.T) {
 // nested Unlock then leaves one level on every node, all three still held,
 // and the final Unlock frees them all.
 func TestRedLockRetakesAsDeepAsTheHold(t *testing.T) {
-	ms := startMasters(t, 3)
-	name := redistest.LockName(t)
-	const lease = 600 * time.Millisecond
-	rl := rlock.NewRedLock(ms.mutexes(t, name, rlock.WithLeaseTime(lease))...)
-	ctx, err := rl.Lock(t.Context())
-	require.NoError(t, err)
-	inner, err := rl.Lock(ctx)
-	require.NoError(t, err)
-
-	k := lockKeys(name)
+	const lease = retakeLease
+	ms, name, rl, ctxs := heldRedLock(t, 2)
+	ctx, inner, k := ctxs[0], ctxs[1], lockKeys(name)
 	require.NoError(t, ms.raw[0].Do(t.Context(), ms.raw[0].B().Del().Key(k.Hash).Build()).Error())
 	levels := func() string {
 		for field, v := range partFields(t, ms.raw[0], name) {
