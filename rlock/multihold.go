@@ -25,6 +25,7 @@ type multiHold struct {
 
 	mu        sync.Mutex
 	parts     []*hold // by node; nil where the node holds no part
+	had       []bool  // by node: the hold has had a part there, which is taken again once lost
 	depth     int     // levels held: 1, and 1 more per re-entry, 1 less per Unlock
 	ended     bool
 	cause     error          // why it ended, once it has: set with ended
@@ -48,7 +49,7 @@ func (ml *MultiLock) bindParts(ctx context.Context, o *owner, lease time.Duratio
 		}
 		return ctx
 	}
-	mh := &multiHold{ml: ml, o: o, lease: lease, parts: make([]*hold, len(parts)), depth: 1, poke: make(chan struct{})}
+	mh := &multiHold{ml: ml, o: o, lease: lease, parts: make([]*hold, len(parts)), had: make([]bool, len(parts)), depth: 1, poke: make(chan struct{})}
 	for i, h := range parts {
 		if h != nil {
 			mh.setPart(i, h)
@@ -64,7 +65,7 @@ func (mh *multiHold) setPart(i int, h *hold) {
 	if mh.parts[i] == h {
 		return
 	}
-	mh.parts[i] = h
+	mh.parts[i], mh.had[i] = h, true
 	go mh.watchPart(i, h)
 }
 
@@ -100,9 +101,9 @@ func (mh *multiHold) partEnded(i int, h *hold) {
 }
 
 // retake takes node i's part again, at once and then every renewal period
-// (a node restarted empty may not answer yet), until it has it, an Unlock
-// begins, the hold ends, or the node's Client is closed; then it tells
-// mh.retaking, which the caller added it to.
+// (a node restarted empty may not answer yet), until it has it (or a
+// re-entry took it), an Unlock begins, the hold ends, or the node's Client
+// is closed; then it tells mh.retaking, which the caller added it to.
 func (mh *multiHold) retake(i int) {
 	defer mh.retaking.Done()
 	period := mh.ml.mutexes[i].c.cfg.lease / 3
@@ -110,7 +111,7 @@ func (mh *multiHold) retake(i int) {
 	defer timer.Stop()
 	for {
 		mh.mu.Lock()
-		stop, poke := mh.ended || mh.unlocking > 0, mh.poke
+		stop, poke := mh.ended || mh.unlocking > 0 || mh.parts[i] != nil && mh.parts[i].active(), mh.poke
 		mh.mu.Unlock()
 		if stop {
 			return
@@ -132,12 +133,13 @@ func (mh *multiHold) retake(i int) {
 }
 
 // retakeOnce tries once, each call within the node timeout, to take node
-// i's part again, as deep as the hold (a level per level, so that nested
-// Unlocks leave it as they leave the others), and reports whether to stop
-// trying: it has the part, or the node's Client is closed. The calls carry
-// the hold's owner, so that the part taken is the hold's; the part is read
-// from the last call's lock context, which carries it still once that call
-// is over.
+// i's part again, as deep as the hold (a level per call until the node's
+// count is the hold's depth, so that nested Unlocks leave it as they leave
+// the others, also when a re-entry took it meanwhile), and reports whether
+// to stop trying: it has the part, or the node's Client is closed. The
+// calls carry the hold's owner, so that the part taken is the hold's; the
+// part is read from the last call's lock context, which carries it still
+// once that call is over.
 func (mh *multiHold) retakeOnce(i int) bool {
 	m := mh.ml.mutexes[i]
 	if m.check(context.Background()) != nil {
@@ -145,20 +147,20 @@ func (mh *multiHold) retakeOnce(i int) bool {
 	}
 	base := carrying(context.Background(), mh.o)
 	var lctx context.Context
-	for level := 1; ; level++ {
+	for {
 		ctx, cancel := context.WithTimeout(base, nodeTimeout(0, m))
 		next, g, err := m.attempt(ctx, m.holdID(mh.o), 0, false)
 		cancel()
 		if err != nil || !g.acquired {
 			m.c.cfg.logger.Debug("rlock: multilock could not take a lost part again yet", "key", m.keys.Hash(), "err", err)
-			if level == 1 {
+			if lctx == nil {
 				return errors.Is(err, ErrClosed)
 			}
 			break // a part shallower than the hold is still a part
 		}
 		lctx = next
 		mh.mu.Lock()
-		deep := level >= mh.depth
+		deep := g.count >= mh.depth
 		mh.mu.Unlock()
 		if deep {
 			break
@@ -244,22 +246,29 @@ func (mh *multiHold) endUnlock(gone bool) {
 			live++
 		}
 	}
-	if live == 0 {
+	if live == 0 || mh.depth <= 0 {
 		if !mh.ended {
 			mh.ended, mh.cause = true, context.Canceled
 			if gone {
 				mh.cause = fmt.Errorf("%w; %w", errQuorumLost, errPartsGone)
 			}
 		}
-		cause := mh.cause
+		cause, parts := mh.cause, mh.parts
 		mh.mu.Unlock()
+		for _, h := range parts {
+			if h != nil {
+				h.finish(cause) // a level left by the final Unlock is renewed no more: its lease frees it
+			}
+		}
 		mh.life.end(cause) // a loss that ended it first may not have ended it yet: the Unlock returns once it has
 		return
 	}
 	if !mh.ended && mh.lease == 0 && mh.unlocking == 0 {
 		for i, h := range mh.parts {
-			// A part that was lost is left to partEnded, which retakes it.
-			if h == nil || !h.active() && !errors.Is(h.life.Cause(), ErrLockLost) {
+			// A part lost while the Unlock ran, or freed by it where it
+			// was shallower than the hold; one lost since is left to
+			// partEnded, which retakes it.
+			if mh.had[i] && (h == nil || !h.active() && !errors.Is(h.life.Cause(), ErrLockLost)) {
 				mh.parts[i] = nil
 				mh.retaking.Add(1)
 				go mh.retake(i)
