@@ -102,6 +102,14 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (context
 // calling Unlock again with the same context retries it. (A hold owns only
 // the levels granted through it: once the owner Locks again, which begins a
 // new hold, the levels an ended hold left in Redis are let go.)
+//
+// One case it cannot tell apart: a final Unlock whose first call was lost,
+// and whose resend finds the lock gone. Its lost call may have freed the
+// lock, or the lock may have been lost just before (a ForceUnlock, a Redis
+// restart): a release to no level leaves nothing behind to tell which.
+// Unlock then reports the release (nil), as it would have without the
+// loss, unless this process learnt of a loss first. Fencing tokens, not
+// Unlock's answer, are what keep a holder that lost its lock from writing.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	return m.engine().unlockHandingOver(ctx)
 }
