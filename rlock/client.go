@@ -36,6 +36,7 @@ type Client struct {
 
 	mu     sync.Mutex
 	closed chan struct{}  // closed by Close, under mu
+	shut   chan struct{}  // closed when the first Close has finished
 	bg     sync.WaitGroup // background work, which Close waits for
 }
 
@@ -75,6 +76,7 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 		dog:     dog,
 		subs:    pubsub.New(rc, cluster, linger, cfg.logger, id), // a release addresses a waiting Client by its id (lua/waiting.lua)
 		closed:  make(chan struct{}),
+		shut:    make(chan struct{}),
 	}
 	c.turns.init()
 	c.deadlines.Init(expire)
@@ -98,7 +100,9 @@ func (c *Client) Mutex(name string) *Mutex {
 // ErrClosed, and ends every hold's context (cause ErrLockLost and ErrClosed):
 // nothing renews those locks any more, so they expire after their lease.
 // Close does not release locks and does not close the rueidis client. It
-// returns once its goroutines have exited; calling it again does nothing.
+// returns once its goroutines have exited; calling it again does nothing
+// but wait for that (a signal handler's Close and a deferred one may run
+// together).
 func (c *Client) Close() error {
 	if c == nil || c.rc == nil {
 		return ErrNilClient
@@ -107,11 +111,13 @@ func (c *Client) Close() error {
 	select {
 	case <-c.closed:
 		c.mu.Unlock()
+		<-c.shut
 		return nil
 	default:
 	}
 	close(c.closed)
 	c.mu.Unlock()
+	defer close(c.shut)
 	holds := c.turns.close()
 
 	// The watchdog stops first: that cuts short a renewal round in flight,
