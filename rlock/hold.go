@@ -268,7 +268,7 @@ func (h *hold) Lost(*watchdog.Entry) {
 // an Unlock after a loss still leaves what Redis may hold.
 //
 // The contexts end before the watchdog lets go: Remove waits for a renewal
-// round in flight, up to a third of the lease, and a holder whose deadline
+// round in flight, up to a sixth of the lease, and a holder whose deadline
 // passed must learn of it then, not a round later, when another owner may
 // already hold the lock.
 func (h *hold) finish(cause error) {

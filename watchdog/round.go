@@ -24,7 +24,7 @@ type round struct {
 }
 
 // renew renews every hold due by now in one round: one pipelined call
-// carrying all its batches, bounded by a period. Then it applies the
+// carrying all its batches, bounded by half a period. Then it applies the
 // replies and runs the callbacks they call for.
 func (w *Watchdog) renew(ctx context.Context, now time.Time) {
 	r := &w.round

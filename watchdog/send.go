@@ -12,9 +12,16 @@ import (
 // chunkBatches is the most batches one pipelined call of a round carries.
 const chunkBatches = 32
 
+// roundBound divides the period into the bound on a round. A hold's local
+// deadline is three periods after its last confirmed renewal (less a drift
+// allowance): with rounds bounded by a whole period, a round that hung to
+// its bound left room for one retry before the deadline; bounded by half,
+// a hold whose Redis stalls briefly gets three more tries.
+const roundBound = 2
+
 // send runs the renew script once per batch and returns the replies in
 // batch order. The batches go out in chunks of at most chunkBatches, every
-// chunk at once on the pipeline and each bounded by a period. Redis answers
+// chunk at once on the pipeline and each bounded by half a period. Redis answers
 // in order, so when it is too slow for the whole round the chunks it got
 // through still count, and only the rest are retried: a single call would
 // fail the round whole, and retrying it all with the next holds due would
@@ -33,14 +40,14 @@ func (w *Watchdog) send(ctx context.Context, execs []rueidis.LuaExec) []rueidis.
 }
 
 // sendChunk runs the renew script once per batch, pipelined in one call
-// bounded by a period, puts the replies in out, and tells wg: EVALSHA,
+// bounded by half a period, puts the replies in out, and tells wg: EVALSHA,
 // then EVAL for the batches Redis answered NOSCRIPT (after a restart or
 // SCRIPT FLUSH). Lua.ExecMulti would load the script on every node before
 // every round instead, a second round trip each time. The script is
 // owner-checked, so rueidis may resend it after a lost reply.
 func (w *Watchdog) sendChunk(ctx context.Context, execs []rueidis.LuaExec, out []rueidis.RedisResult, wg *sync.WaitGroup) {
 	defer wg.Done()
-	ctx, cancel := context.WithTimeout(ctx, w.period)
+	ctx, cancel := context.WithTimeout(ctx, w.bound)
 	defer cancel()
 	cmds := make(rueidis.Commands, 0, len(execs))
 	for _, e := range execs {

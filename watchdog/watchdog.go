@@ -50,7 +50,8 @@ type Watchdog struct {
 	rc      rueidis.Client
 	cluster bool          // batches must keep to one slot
 	lease   string        // Lease in ms: the renew script's ARGV[1]
-	period  time.Duration // Lease/3: between renewals, and the bound on a round
+	period  time.Duration // Lease/3: between renewals
+	bound   time.Duration // period/2: the bound on a round (roundBound)
 	log     *slog.Logger
 	onRound func(RoundStats) // Config.Round
 
@@ -100,6 +101,7 @@ func newWatchdog(rc rueidis.Client, cfg Config) (*Watchdog, error) {
 		cluster: rc.Mode() == rueidis.ClientModeCluster,
 		lease:   strconv.FormatInt(cfg.Lease.Milliseconds(), 10),
 		period:  period,
+		bound:   period / roundBound,
 		log:     log,
 		onRound: cfg.Round,
 		done:    make(chan struct{}),
