@@ -104,29 +104,25 @@ func (s *Script) Exec(ctx context.Context, c rueidis.Client, keys, args []string
 }
 
 // EvalSHA builds, with b, the EVALSHA (EVALSHA_RO for a read-only
-// script) that runs the script on keys and args, retryable when the
-// script is. Pass an error of its reply through MapError.
+// script) that runs the script on keys and args. It is not marked
+// retryable: a caller that pipelines a retryable script's calls decides
+// when rueidis may resend them (ToRetryable), as the watchdog does. Pass
+// an error of its reply through MapError.
 func (s *Script) EvalSHA(b rueidis.Builder, keys, args []string) rueidis.Completed {
 	if s.sends == readOnly {
 		return b.EvalshaRo().Sha1(s.sha1).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
 	}
-	return s.mayRetry(b.Evalsha().Sha1(s.sha1).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
+	return b.Evalsha().Sha1(s.sha1).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
 }
 
 // Eval builds the EVAL that replaces EvalSHA after Redis answered
-// NOSCRIPT. Pass an error of its reply through MapError.
+// NOSCRIPT, not marked retryable either. Pass an error of its reply
+// through MapError.
 func (s *Script) Eval(b rueidis.Builder, keys, args []string) rueidis.Completed {
 	if s.sends == readOnly {
 		return b.EvalRo().Script(s.src.text).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
 	}
-	return s.mayRetry(b.Eval().Script(s.src.text).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
-}
-
-func (s *Script) mayRetry(cmd rueidis.Completed) rueidis.Completed {
-	if s.sends == retryable {
-		return cmd.ToRetryable()
-	}
-	return cmd
+	return b.Eval().Script(s.src.text).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
 }
 
 // MapError returns err, an error of a reply to the script (sent with

@@ -166,10 +166,12 @@ func (q *place) end() {
 // this owner's turn has moved past (another call of the owner took the
 // lock, or has a request unsettled), or one whose local deadline has
 // passed already, is not adopted: the waiter asks Redis instead, which
-// knows.
+// knows. Nor is any with WithReplicaAck: the hand-over's writes were not
+// acknowledged by replicas, and the ask that re-enters the lock handed
+// over is, with them.
 func (q *place) adopt(ctx context.Context, note string, lease time.Duration) (context.Context, grant, error) {
 	seq, token, ok := parseHandOver(note)
-	if !ok || seq <= q.floor {
+	if !ok || seq <= q.floor || q.l.c.cfg.replicas > 0 {
 		return ctx, grant{}, nil
 	}
 	l := q.l

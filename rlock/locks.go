@@ -5,12 +5,16 @@ import (
 	"fmt"
 	"iter"
 	"maps"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/rueidis"
 
 	"github.com/rlock/rlock/internal/keys"
+	"github.com/rlock/rlock/internal/slot"
 )
 
 // scanCount is the COUNT of each SCAN that Locks sends: the keys Redis
@@ -86,7 +90,10 @@ func (c *Client) masters(ctx context.Context) ([]rueidis.Client, error) {
 	if c.rc.Mode() != rueidis.ClientModeCluster {
 		return []rueidis.Client{c.rc}, nil
 	}
-	nodes := c.rc.Nodes()
+	nodes, err := c.clusterNodes(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var masters []rueidis.Client
 	for _, addr := range slices.Sorted(maps.Keys(nodes)) {
 		n := nodes[addr]
@@ -101,6 +108,79 @@ func (c *Client) masters(ctx context.Context) ([]rueidis.Client, error) {
 		}
 	}
 	return masters, nil
+}
+
+// clusterNodes returns rueidis's nodes of the Cluster once they include
+// every master that serves slots. rueidis learns the slot map anew only
+// when a command meets a redirect, so a master added since (a scale-out)
+// would be missing, and its locks left out of a walk in silence: for each
+// such master, a read of a key in one of its slots has rueidis meet the
+// redirect, and the nodes are read again until they include it, for up to
+// topologyWait. A master still missing then is an error.
+func (c *Client) clusterNodes(ctx context.Context) (map[string]rueidis.Client, error) {
+	slots, err := c.rc.Do(ctx, c.rc.B().ClusterSlots().Build()).ToArray()
+	if err != nil {
+		return nil, fmt.Errorf("cluster slots: %w", err)
+	}
+	missing := map[string]uint16{} // a master's address: a slot it serves
+	nodes := c.rc.Nodes()
+	for _, r := range slots {
+		if addr, s, ok := slotMaster(r); ok && nodes[addr] == nil {
+			missing[addr] = s
+		}
+	}
+	deadline := time.Now().Add(topologyWait)
+	for len(missing) > 0 {
+		for _, s := range missing {
+			c.rc.Do(ctx, c.rc.B().Exists().Key(slot.KeyIn(s)).Build()) // only the redirect matters
+		}
+		timer := time.NewTimer(topologyPoll)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, ctx.Err()
+		case <-timer.C:
+		}
+		nodes = c.rc.Nodes()
+		for addr := range missing {
+			if nodes[addr] != nil {
+				delete(missing, addr)
+			}
+		}
+		if len(missing) > 0 && time.Now().After(deadline) {
+			return nil, fmt.Errorf("masters %v serve slots, and the client does not know them yet", slices.Sorted(maps.Keys(missing)))
+		}
+	}
+	return nodes, nil
+}
+
+// topologyWait bounds how long clusterNodes waits for rueidis to learn of
+// the masters it lacks, checking every topologyPoll: its refresh after a
+// redirect waits up to a second.
+const (
+	topologyWait = 3 * time.Second
+	topologyPoll = 50 * time.Millisecond
+)
+
+// slotMaster reads one range of CLUSTER SLOTS: [start, end, [ip, port,
+// id, ...], replicas...], and returns its master's address and the range's
+// first slot.
+func slotMaster(r rueidis.RedisMessage) (string, uint16, bool) {
+	f, err := r.ToArray()
+	if err != nil || len(f) < 3 {
+		return "", 0, false
+	}
+	start, err1 := f[0].AsInt64()
+	m, err2 := f[2].ToArray()
+	if err1 != nil || err2 != nil || len(m) < 2 {
+		return "", 0, false
+	}
+	ip, err1 := m[0].ToString()
+	port, err2 := m[1].AsInt64()
+	if err1 != nil || err2 != nil || start < 0 || start > 16383 {
+		return "", 0, false
+	}
+	return net.JoinHostPort(ip, strconv.FormatInt(port, 10)), uint16(start), true
 }
 
 // scan is the state of one run of a walk.

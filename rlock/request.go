@@ -140,7 +140,11 @@ func (c *Client) exchangeMessage(ctx context.Context, t *turn, s *lua.Script, ca
 // dedicated connection (WAIT counts only the writes of its own
 // connection), and returns the script's reply and how many replicas
 // acknowledged the writes made up to it. On a Cluster both go to the node
-// of the lock's slot.
+// of the lock's slot. A dedicated connection does not follow a redirect:
+// on MOVED a read of the lock's key through the Client's own connections
+// (which follow it) has rueidis learn the slot's new node, and the request
+// is resent (resendable); on ASK (a migration under way) it is resent until
+// the migration ends.
 func (c *Client) execAcked(ctx context.Context, s *lua.Script, call scriptCall) (reply rueidis.RedisMessage, acks int64, err error) {
 	err = c.rc.Dedicated(func(dc rueidis.DedicatedClient) error {
 		res := dc.DoMulti(ctx, s.EvalSHA(dc.B(), call.keys, call.args), c.waitCommand(dc))
@@ -155,6 +159,11 @@ func (c *Client) execAcked(ctx context.Context, s *lua.Script, call scriptCall) 
 		}
 		return nil
 	})
+	if re, ok := rueidis.IsRedisErr(err); ok {
+		if _, moved := re.IsMoved(); moved {
+			c.rc.Do(ctx, c.rc.B().Exists().Key(call.keys[0]).Build()) // its error, if any, is the resend's
+		}
+	}
 	return reply, acks, err
 }
 
@@ -172,6 +181,11 @@ func resendable(err error) bool {
 		return true
 	}
 	if re.IsTryAgain() || re.IsLoading() || re.IsClusterDown() {
+		return true
+	}
+	_, moved := re.IsMoved()
+	_, asked := re.IsAsk()
+	if moved || asked { // met only on a dedicated connection (execAcked)
 		return true
 	}
 	msg := re.Error()

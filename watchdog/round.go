@@ -10,7 +10,6 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/rlock/rlock/internal/slot"
-	"github.com/rlock/rlock/lua"
 )
 
 // round is the working memory of one renewal round. The watchdog goroutine
@@ -93,7 +92,7 @@ func (r *round) batch(cluster bool, lease string) {
 // round was out are left alone. Then it releases the Removes waiting for
 // the round. Failures are logged unless Close cut the round short. It
 // returns the holds renewed, lost and failed.
-func (w *Watchdog) tally(ctx context.Context, r *round, replies []rueidis.RedisResult, sent time.Time) RoundStats {
+func (w *Watchdog) tally(ctx context.Context, r *round, replies []batchReply, sent time.Time) RoundStats {
 	var stats RoundStats
 	var failed, failedHolds int
 	var firstErr error
@@ -105,8 +104,7 @@ func (w *Watchdog) tally(ctx context.Context, r *round, replies []rueidis.RedisR
 	for b, exec := range r.execs {
 		batch := holds[:len(exec.Keys)]
 		holds = holds[len(exec.Keys):]
-		renewed, err := replies[b].AsIntSlice()
-		err = lua.Renew.MapError(err) // a script error names its file and line
+		renewed, err := replies[b].renewed, replies[b].err
 		if err == nil && len(renewed) != len(batch) {
 			err = fmt.Errorf("watchdog: renew replied %d results for %d keys", len(renewed), len(batch))
 		}

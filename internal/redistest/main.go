@@ -40,4 +40,8 @@ var leakOptions = []goleak.Option{
 	// (rueidis #211, on purpose: commands in flight may still use them). It
 	// exits by itself; the name is that of rueidis v1.0.79.
 	goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*clusterClient)._refresh.func2"),
+	// A cluster client that met a redirect refreshes its slot map lazily:
+	// a goroutine sleeps up to a second first, and Close does not wake it;
+	// it exits by itself after its sleep (rueidis v1.0.79's name).
+	goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*call).DelayDo.func1"),
 }

@@ -2,7 +2,10 @@
 // can be grouped into single-slot batches.
 package slot
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // Count is the number of hash slots in a Redis Cluster.
 const Count = 16384
@@ -46,4 +49,14 @@ func crc16(s string) uint16 {
 		}
 	}
 	return crc
+}
+
+// KeyIn returns a key whose slot is s: "{<n>}" for the least n that hashes
+// there (every slot has one below a few hundred thousand).
+func KeyIn(s uint16) string {
+	for n := 0; ; n++ {
+		if key := "{" + strconv.Itoa(n) + "}"; Of(key) == s {
+			return key
+		}
+	}
 }

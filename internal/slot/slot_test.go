@@ -28,3 +28,13 @@ func TestOf(t *testing.T) {
 	}
 	assert.Equal(t, uint16(12182), Of("foo"), "CLUSTER KEYSLOT foo")
 }
+
+// TestKeyIn: the key KeyIn names for a slot hashes to it, for slots all
+// over the range (every one would take a while: each is a search).
+func TestKeyIn(t *testing.T) {
+	for s := uint16(0); s < Count; s += 257 {
+		if key := KeyIn(s); Of(key) != s {
+			t.Fatalf("KeyIn(%d) = %q, in slot %d", s, key, Of(key))
+		}
+	}
+}
