@@ -347,17 +347,3 @@ func nodeHostPort(t *testing.T, addr string) (string, int64) {
 	require.NoError(t, err)
 	return host, p
 }
-
-// clusterLockName returns a name under prefix whose lock is served by
-// master i of cl (as formed).
-func clusterLockName(t *testing.T, cl *redistest.Cluster, prefix string, i int) string {
-	t.Helper()
-	for j := 0; ; j++ {
-		name := fmt.Sprintf("%s:%d", prefix, j)
-		m, err := cl.MasterOf(t.Context(), slot.Of(lockKeys(name).Hash))
-		require.NoError(t, err)
-		if m == i {
-			return name
-		}
-	}
-}
