@@ -33,8 +33,9 @@
 // Only idempotent scripts may be resent blindly. Renew and
 // SemaphorePermitExtend are checked against the holder and only lengthen
 // leases, and RWState and SemaphoreAvailable read
-// without writing: they are built retryable, and rueidis resends them
-// after a lost reply. Inspect is read-only and goes as EVALSHA_RO, which
+// without writing: they are built retryable, and rueidis resends their
+// Exec after a lost reply (a caller that builds their commands with
+// EvalSHA decides itself: the watchdog does). Inspect is read-only and goes as EVALSHA_RO, which
 // rueidis resends too. Every other script writes, and a blind resend could
 // apply it twice (a release lowering a count twice is Redisson #4871; an
 // AddPermits adding twice): they are sent once, and only rlock's request

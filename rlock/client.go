@@ -102,7 +102,8 @@ func (c *Client) Mutex(name string) *Mutex {
 // Close does not release locks and does not close the rueidis client. It
 // returns once its goroutines have exited; calling it again does nothing
 // but wait for that (a signal handler's Close and a deferred one may run
-// together).
+// together). So it must not be called from a hook, which may run on the
+// goroutine of a Close or on one that Close waits for.
 func (c *Client) Close() error {
 	if c == nil || c.rc == nil {
 		return ErrNilClient

@@ -18,7 +18,8 @@ import (
 //
 // The methods run on the request path, on the watchdog goroutine (renewal
 // rounds, holds it found gone) and on timers (deadlines): they must be safe
-// for concurrent use, quick, and must not block or call back into the lock.
+// for concurrent use, quick, and must not block or call back into the lock
+// (nor Close its Client, which may be what runs them).
 // Embed NopHooks to implement only some of them; a method added to Hooks
 // later then does nothing in an implementation that embeds it.
 //

@@ -2,6 +2,7 @@ package rlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"maps"
@@ -118,14 +119,20 @@ func (c *Client) masters(ctx context.Context) ([]rueidis.Client, error) {
 // redirect, and the nodes are read again until they include it, for up to
 // topologyWait. A master still missing then is an error.
 func (c *Client) clusterNodes(ctx context.Context) (map[string]rueidis.Client, error) {
-	slots, err := c.rc.Do(ctx, c.rc.B().ClusterSlots().Build()).ToArray()
-	if err != nil {
-		return nil, fmt.Errorf("cluster slots: %w", err)
-	}
-	missing := map[string]uint16{} // a master's address: a slot it serves
 	nodes := c.rc.Nodes()
+	if len(nodes) == 0 {
+		return nil, errors.New("the client knows no node of the Cluster")
+	}
+	asked := slices.Min(slices.Collect(maps.Keys(nodes))) // CLUSTER SLOTS names it with no IP when no peer told it its own
+	n := nodes[asked]
+	slots, err := n.Do(ctx, n.B().ClusterSlots().Build()).ToArray()
+	if err != nil {
+		return nil, fmt.Errorf("cluster slots of %s: %w", asked, err)
+	}
+	host, _, _ := net.SplitHostPort(asked)
+	missing := map[string]uint16{} // a master's address: a slot it serves
 	for _, r := range slots {
-		if addr, s, ok := slotMaster(r); ok && nodes[addr] == nil {
+		if addr, s, ok := slotMaster(r, host); ok && nodes[addr] == nil {
 			missing[addr] = s
 		}
 	}
@@ -148,7 +155,7 @@ func (c *Client) clusterNodes(ctx context.Context) (map[string]rueidis.Client, e
 			}
 		}
 		if len(missing) > 0 && time.Now().After(deadline) {
-			return nil, fmt.Errorf("masters %v serve slots, and the client does not know them yet", slices.Sorted(maps.Keys(missing)))
+			return nil, fmt.Errorf("masters %v serve slots, and the client cannot reach them yet", slices.Sorted(maps.Keys(missing)))
 		}
 	}
 	return nodes, nil
@@ -162,10 +169,12 @@ const (
 	topologyPoll = 50 * time.Millisecond
 )
 
-// slotMaster reads one range of CLUSTER SLOTS: [start, end, [ip, port,
-// id, ...], replicas...], and returns its master's address and the range's
-// first slot.
-func slotMaster(r rueidis.RedisMessage) (string, uint16, bool) {
+// slotMaster reads one range of CLUSTER SLOTS, as the node at host
+// answered it: [start, end, [ip, port, id, ...], replicas...], and returns
+// its master's address and the range's first slot. An empty IP is host's
+// own (as rueidis reads it); '?' is an endpoint nobody can reach, which
+// rueidis leaves out too.
+func slotMaster(r rueidis.RedisMessage, host string) (string, uint16, bool) {
 	f, err := r.ToArray()
 	if err != nil || len(f) < 3 {
 		return "", 0, false
@@ -177,8 +186,11 @@ func slotMaster(r rueidis.RedisMessage) (string, uint16, bool) {
 	}
 	ip, err1 := m[0].ToString()
 	port, err2 := m[1].AsInt64()
-	if err1 != nil || err2 != nil || start < 0 || start > 16383 {
+	if err1 != nil || err2 != nil || ip == "?" || start < 0 || start > 16383 {
 		return "", 0, false
+	}
+	if ip == "" {
+		ip = host
 	}
 	return net.JoinHostPort(ip, strconv.FormatInt(port, 10)), uint16(start), true
 }

@@ -114,7 +114,7 @@ func (c *Client) exchangeMessage(ctx context.Context, t *turn, s *lua.Script, ca
 		case inTransit(err):
 			t.unsettled = seq
 		}
-		if err == nil || !resendable(err) || ctx.Err() != nil {
+		if err == nil || !resendable(err, acked) || ctx.Err() != nil {
 			if err != nil && last != nil && ctx.Err() != nil {
 				err = fmt.Errorf("%w (after %w)", err, last)
 			}
@@ -174,8 +174,11 @@ func (c *Client) waitCommand(dc rueidis.DedicatedClient) rueidis.Completed {
 
 // resendable reports whether a request that failed with err may be sent
 // again: its reply was lost in transit, or Redis turned it away for a reason
-// that passes.
-func resendable(err error) bool {
+// that passes; for a request sent acked (execAcked, on a dedicated
+// connection, which does not follow a redirect), a MOVED or an ASK too.
+// Anywhere else rueidis follows them, and one that reaches rlock is no
+// reason to wait.
+func resendable(err error, acked bool) bool {
 	re, ok := rueidis.IsRedisErr(err)
 	if !ok {
 		return true
@@ -185,7 +188,7 @@ func resendable(err error) bool {
 	}
 	_, moved := re.IsMoved()
 	_, asked := re.IsAsk()
-	if moved || asked { // met only on a dedicated connection (execAcked)
+	if acked && (moved || asked) {
 		return true
 	}
 	msg := re.Error()
