@@ -21,58 +21,50 @@ import (
 )
 
 // TestClusterReplicaAckFollowsMovedSlot: with WithReplicaAck on a
-// Cluster, a lock whose slot moved to another master is still taken
-// ("Slot migrations are followed"). The acquire and its WAIT go through a
-// dedicated connection (request.go execAcked), which rueidis does not
-// redirect: on MOVED the request is resent once rueidis learnt the new
-// node (the Lock failed with Redis's MOVED).
+// Cluster, a lock whose slot moved is still taken ("Slot migrations are
+// followed"): migrated to another master, or failed over, WithReplicaAck's
+// very purpose (the killed master is back as a replica at its old address,
+// where the client's slot map still sends the slot, and answers MOVED).
+// The acquire and its WAIT go through a dedicated connection (request.go
+// execAcked), which rueidis does not redirect: on MOVED the request is
+// resent once rueidis learnt the new node (the Lock failed with MOVED).
 func TestClusterReplicaAckFollowsMovedSlot(t *testing.T) {
-	cl := redistest.NewCluster(t, redistest.ClusterConfig{ReplicasPerMaster: 1})
-	c := newRlock(t, cl.Client(t), rlock.WithReplicaAck(1, 2*time.Second))
-	name := redistest.LockName(t)
-	s := slot.Of(lockKeys(name).Hash)
-	mu := c.Mutex(name)
+	for _, move := range []struct {
+		name string
+		move func(ctx context.Context, cl *redistest.Cluster, s uint16) error
+	}{
+		{"migrated", func(ctx context.Context, cl *redistest.Cluster, s uint16) error {
+			from, err := cl.MasterOf(ctx, s)
+			if err != nil {
+				return err
+			}
+			return cl.MigrateSlot(ctx, s, (from+1)%redistest.DefaultClusterMasters)
+		}},
+		{"failed-over", func(ctx context.Context, cl *redistest.Cluster, s uint16) error {
+			_, err := cl.KillMaster(ctx, s)
+			return err
+		}},
+	} {
+		t.Run(move.name, func(t *testing.T) {
+			cl := redistest.NewCluster(t, redistest.ClusterConfig{ReplicasPerMaster: 1})
+			c := newRlock(t, cl.Client(t), rlock.WithReplicaAck(1, 2*time.Second))
+			name := redistest.LockName(t)
+			s := slot.Of(lockKeys(name).Hash)
+			mu := c.Mutex(name)
 
-	// The client learns the slot map, and takes the lock once.
-	lctx, err := mu.Lock(t.Context())
-	require.NoError(t, err)
-	require.NoError(t, mu.Unlock(lctx))
+			// The client learns the slot map, and takes the lock once.
+			lctx, err := mu.Lock(t.Context())
+			require.NoError(t, err)
+			require.NoError(t, mu.Unlock(lctx))
 
-	from, err := cl.MasterOf(t.Context(), s)
-	require.NoError(t, err)
-	to := (from + 1) % redistest.DefaultClusterMasters
-	require.NoError(t, cl.MigrateSlot(t.Context(), s, to))
-
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	lctx, err = mu.Lock(ctx)
-	require.NoError(t, err, "Lock after slot %d moved from master %d to %d", s, from, to)
-	require.NoError(t, mu.Unlock(lctx))
-}
-
-// TestClusterReplicaAckAfterFailover: the same after a Cluster
-// failover, WithReplicaAck's very purpose: the killed master is back as a
-// replica at its old address, where the client's slot map still sends the
-// lock's slot; the replica answers MOVED, and the Lock follows it.
-func TestClusterReplicaAckAfterFailover(t *testing.T) {
-	cl := redistest.NewCluster(t, redistest.ClusterConfig{ReplicasPerMaster: 1})
-	c := newRlock(t, cl.Client(t), rlock.WithReplicaAck(1, 2*time.Second))
-	name := redistest.LockName(t)
-	s := slot.Of(lockKeys(name).Hash)
-	mu := c.Mutex(name)
-
-	lctx, err := mu.Lock(t.Context())
-	require.NoError(t, err)
-	require.NoError(t, mu.Unlock(lctx))
-
-	next, err := cl.KillMaster(t.Context(), s)
-	require.NoError(t, err)
-
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	lctx, err = mu.Lock(ctx)
-	require.NoError(t, err, "Lock after slot %d failed over to node %d", s, next)
-	require.NoError(t, mu.Unlock(lctx))
+			require.NoError(t, move.move(t.Context(), cl, s))
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			lctx, err = mu.Lock(ctx)
+			require.NoError(t, err, "Lock after slot %d %s", s, move.name)
+			require.NoError(t, mu.Unlock(lctx))
+		})
+	}
 }
 
 // TestClusterReplicaAckDoFollowsMovedSlot: Do with WithReplicaAck

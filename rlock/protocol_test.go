@@ -104,17 +104,23 @@ func (h *prHook) deliver(t *testing.T) []rueidis.RedisResult {
 	return out
 }
 
+// hookedMutex returns a client of the shared Redis, and a Mutex whose
+// Client sends through a prHook on its lock, with the lock's keys.
+func hookedMutex(t *testing.T) (rueidis.Client, keys.Keys, *prHook, *rlock.Mutex) {
+	t.Helper()
+	node := redistest.Shared(t)
+	name := redistest.LockName(t)
+	k := lockKeys(name)
+	hook := &prHook{Client: node.Client(t), key: k.Hash}
+	return node.Client(t), k, hook, newRlock(t, hook).Mutex(name)
+}
+
 // TestProtocolLateAcquireCopyAfterUnlock: a Lock whose first call is
 // held back in transit is resent and granted; the owner unlocks; then the
 // held-back original reaches Redis. It must be refused as stale: the lock
 // stays free and another owner can take it.
 func TestProtocolLateAcquireCopyAfterUnlock(t *testing.T) {
-	node := redistest.Shared(t)
-	raw := node.Client(t)
-	name := redistest.LockName(t)
-	k := lockKeys(name)
-	hook := &prHook{Client: node.Client(t), key: k.Hash}
-	mu := newRlock(t, hook).Mutex(name)
+	raw, k, hook, mu := hookedMutex(t)
 
 	hook.queue(lua.Acquire, prAction{late: true})
 	ctx, err := mu.Lock(t.Context())
@@ -137,12 +143,7 @@ func TestProtocolLateAcquireCopyAfterUnlock(t *testing.T) {
 // took back what the lost call did), also after a late copy of a second,
 // held-back call arrives.
 func TestProtocolLockCancelledInBackoffSettles(t *testing.T) {
-	node := redistest.Shared(t)
-	raw := node.Client(t)
-	name := redistest.LockName(t)
-	k := lockKeys(name)
-	hook := &prHook{Client: node.Client(t), key: k.Hash}
-	mu := newRlock(t, hook).Mutex(name)
+	raw, k, hook, mu := hookedMutex(t)
 
 	ctx, cancel := context.WithCancel(t.Context())
 	hook.queue(lua.Acquire, prAction{run: true, before: func() {
