@@ -29,6 +29,7 @@ type multiHold struct {
 	depth     int     // levels held: 1, and 1 more per re-entry, 1 less per Unlock
 	ended     bool
 	cause     error          // why it ended, once it has: set with ended
+	over      chan struct{}  // closed once whoever set ended has ended life
 	unlocking int            // Unlock calls under way: no part is retaken meanwhile
 	poke      chan struct{}  // closed when an Unlock begins, to stop retaking
 	retaking  sync.WaitGroup // parts being taken again
@@ -49,7 +50,7 @@ func (ml *MultiLock) bindParts(ctx context.Context, o *owner, lease time.Duratio
 		}
 		return ctx
 	}
-	mh := &multiHold{ml: ml, o: o, lease: lease, parts: make([]*hold, len(parts)), had: make([]bool, len(parts)), depth: 1, poke: make(chan struct{})}
+	mh := &multiHold{ml: ml, o: o, lease: lease, parts: make([]*hold, len(parts)), had: make([]bool, len(parts)), depth: 1, poke: make(chan struct{}), over: make(chan struct{})}
 	for i, h := range parts {
 		if h != nil {
 			mh.setPart(i, h)
@@ -205,6 +206,7 @@ func (mh *multiHold) checkQuorum(lost error) {
 		}
 	}
 	mh.life.end(cause)
+	close(mh.over)
 }
 
 // beginUnlock stops parts from being taken again and waits for any being
@@ -247,11 +249,16 @@ func (mh *multiHold) endUnlock(gone bool) {
 		}
 	}
 	if live == 0 || mh.depth <= 0 {
-		if !mh.ended {
-			mh.ended, mh.cause = true, context.Canceled
-			if gone {
-				mh.cause = fmt.Errorf("%w; %w", errQuorumLost, errPartsGone)
-			}
+		if mh.ended {
+			// A loss ended it first (checkQuorum), and may not have ended
+			// its contexts yet: the Unlock returns once it has.
+			mh.mu.Unlock()
+			<-mh.over
+			return
+		}
+		mh.ended, mh.cause = true, context.Canceled
+		if gone {
+			mh.cause = fmt.Errorf("%w; %w", errQuorumLost, errPartsGone)
 		}
 		cause, parts := mh.cause, mh.parts
 		mh.mu.Unlock()
@@ -260,7 +267,8 @@ func (mh *multiHold) endUnlock(gone bool) {
 				h.finish(cause) // a level left by the final Unlock is renewed no more: its lease frees it
 			}
 		}
-		mh.life.end(cause) // a loss that ended it first may not have ended it yet: the Unlock returns once it has
+		mh.life.end(cause)
+		close(mh.over)
 		return
 	}
 	if !mh.ended && mh.lease == 0 && mh.unlocking == 0 {
