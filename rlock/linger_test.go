@@ -55,8 +55,13 @@ func TestWaitAgainWithinLinger(t *testing.T) {
 	lctx, before, during = waitOnce()
 	assert.Zero(t, during.Calls["subscribe"]-before.Calls["subscribe"], "a wait within the linger subscribes nothing")
 	// Scripts run from the waiter's Lock to its mark, less the INFO calls:
-	// the one acquire that was refused as a waiter's.
-	assert.EqualValues(t, 1, during.Scripts()-before.Scripts(), "a wait within the linger asks once before it sleeps")
+	// the one acquire that was refused as a waiter's; and one more when the
+	// 'unlocked' that the first round's last Unlock published was still on
+	// its way to the lingering subscription, and woke the new waiter (seen
+	// once in ten runs beside CI: a message in flight, not a second ask of
+	// the wait itself).
+	asks := during.Scripts() - before.Scripts()
+	assert.True(t, asks == 1 || asks == 2, "a wait within the linger asks once before it sleeps (twice after a late wake-up): %d", asks)
 	require.NoError(t, waiter.Unlock(lctx))
 
 	// The lock is free: an owner within the linger takes it at its first
