@@ -181,11 +181,7 @@ func (l *lock) settle(ctx context.Context, t *turn) {
 	if t.unsettled == 0 {
 		return
 	}
-	target := 0
-	if t.activeHold() != nil {
-		target = t.count
-	}
-	l.giveBack(ctx, t, target, "an acquire whose reply was lost")
+	l.giveBack(ctx, t, t.live(), "an acquire whose reply was lost")
 }
 
 // withdraw takes back what owner o's refused acquires left on l when o

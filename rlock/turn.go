@@ -356,10 +356,17 @@ func (c *Client) heldSince(id holdID) (time.Duration, bool) {
 // kept it) are not carried into the next: its acquire sets the count to 1,
 // which lets them go. The caller has the turn.
 func (t *turn) next() int {
+	return t.live() + 1
+}
+
+// live is the count of the turn's hold while it lasts, 0 once it has
+// ended: a hold that ended by a loss or its lease keeps its count for its
+// owner's Unlock, but holds nothing. The caller has the turn.
+func (t *turn) live() int {
 	if t.activeHold() == nil {
-		return 1
+		return 0
 	}
-	return t.count + 1
+	return t.count
 }
 
 // activeHold returns the turn's hold if it has not ended. The caller has
@@ -372,16 +379,12 @@ func (t *turn) activeHold() *hold {
 }
 
 // liveLevels returns the levels of id's hold that Redis confirmed, waiting
-// for id's turn; 0 when the hold has ended. (A hold that ended by a loss or
-// its lease keeps its count for its owner's Unlock, but holds nothing.)
+// for id's turn; 0 when the hold has ended (turn.live).
 func (c *Client) liveLevels(ctx context.Context, id holdID) (int, error) {
 	t, err := c.take(ctx, id)
 	if err != nil {
 		return 0, fmt.Errorf("rlock: acquire: %w", err)
 	}
 	defer c.give(t)
-	if t.activeHold() == nil {
-		return 0, nil
-	}
-	return t.count, nil
+	return t.live(), nil
 }
