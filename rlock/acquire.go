@@ -134,7 +134,7 @@ func (l *lock) attempt(ctx context.Context, id holdID, lease time.Duration, wait
 func (l *lock) ask(ctx context.Context, t *turn, lease time.Duration, waiting bool) (grant, error) {
 	acked := l.c.cfg.replicas > 0
 	buf := callBufs.Get().(*callBuf)
-	count := t.next()
+	count := t.live() + 1
 	call := l.acquireCallIn(buf, t.id.field, count, l.c.leaseOr(lease), waiting)
 	var into [3]int64
 	reply, acks, sent, err := l.c.exchangeInto(into[:0], ctx, t, l.kind.acquire, call, acked)
@@ -170,7 +170,7 @@ func (l *lock) unreplicated(ctx context.Context, t *turn, count int, acks int64)
 // watchdog renews when lease is 0. A level the watchdog refuses is given
 // back.
 //
-// A hold owns the levels granted through it and no others (turn.next), so
+// A hold owns the levels granted through it and no others (turn.live), so
 // that an Unlock with an ended hold's context never leaves a later hold's
 // level (unlockTurn). A grant that is not the re-entry of t's live hold
 // (Redis answers one with the count sent, t's plus one) took the lock

@@ -172,7 +172,7 @@ func (l *lock) giveBackAs(ctx context.Context, t *turn, target int, leaving bool
 // settle takes back whatever an acquire whose reply never came may have
 // done: a release call back to the confirmed count of the live hold (0
 // when none lives: the lost call began a new hold, and an ended hold's
-// count is nobody's, turn.next) supersedes the lost calls, so that none of
+// count is nobody's, turn.live) supersedes the lost calls, so that none of
 // them can apply later, and undoes the one that did. It runs in the turn
 // even when ctx is done, bounded by the retry timeout; if Redis stays
 // unreachable, the lease bounds an orphan level and the owner's next call

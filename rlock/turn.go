@@ -350,18 +350,12 @@ func (c *Client) heldSince(id holdID) (time.Duration, bool) {
 	return t.hold.since, true
 }
 
-// next is the count an acquire in the turn asks Redis for: one above its
-// live hold's, or 1, which begins a new hold. Levels that an ended hold
-// left in Redis (its Unlock failed, or its deadline passed while Redis
-// kept it) are not carried into the next: its acquire sets the count to 1,
-// which lets them go. The caller has the turn.
-func (t *turn) next() int {
-	return t.live() + 1
-}
-
 // live is the count of the turn's hold while it lasts, 0 once it has
 // ended: a hold that ended by a loss or its lease keeps its count for its
-// owner's Unlock, but holds nothing. The caller has the turn.
+// owner's Unlock, but holds nothing. So an acquire asks Redis for one
+// level above it: levels that an ended hold left in Redis (its Unlock
+// failed, or its deadline passed while Redis kept it) are not carried into
+// the next, whose count 1 lets them go. The caller has the turn.
 func (t *turn) live() int {
 	if t.activeHold() == nil {
 		return 0
