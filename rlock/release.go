@@ -159,12 +159,24 @@ func (l *lock) giveBack(ctx context.Context, t *turn, target int, what string) e
 
 // giveBackAs is giveBack, for an owner whose Client stops waiting on the
 // lock when leaving is true (see withdraw).
+//
+// A give-back that fails is recorded as done all the same: the turn counts
+// target, so that no Unlock counts on the level, and at 0 the hold ends,
+// so that the watchdog renews no level that nobody will release. Redis
+// may keep the level until its lease runs out; the failed call is
+// unsettled, and the owner's next call, which sends an absolute count,
+// fences it.
 func (l *lock) giveBackAs(ctx context.Context, t *turn, target int, leaving bool, what string) error {
 	rctx, cancel := l.c.detached(ctx)
 	defer cancel()
 	_, err := l.release(rctx, t, target, leaving)
-	if err != nil {
-		l.c.cfg.logger.Warn("rlock: could not give back "+what+"; its lease will free it", "key", l.keys.Value().Hash, "err", err)
+	if err == nil {
+		return nil
+	}
+	l.c.cfg.logger.Warn("rlock: could not give back "+what+"; its lease will free it", "key", l.keys.Value().Hash, "err", err)
+	t.count = min(t.count, target)
+	if h := t.activeHold(); h != nil && t.count == 0 {
+		h.finish(context.Canceled)
 	}
 	return err
 }
