@@ -214,6 +214,7 @@ func (l *lock) settle(ctx context.Context, t *turn) {
 // waiter (waitParked): its Client still waits, and only a hand-over to it
 // whose reply never came (its turn's unsettled seq) is taken back, which
 // nobody else would, the lock waiting out its lease meanwhile.
+// A Client that Close closed waits no more: its waiter withdraws as last.
 func (l *lock) withdraw(ctx context.Context, o *owner, last bool) {
 	wctx, cancel := l.c.detached(ctx)
 	defer cancel()
@@ -222,6 +223,7 @@ func (l *lock) withdraw(ctx context.Context, o *owner, last bool) {
 	switch {
 	case errors.Is(err, ErrClosed):
 		t = &turn{id: id}
+		last = true // a closed Client waits no more, whatever its Subscriber said
 	case err != nil:
 		return
 	default:
