@@ -135,7 +135,7 @@ func (l *lock) ask(ctx context.Context, t *turn, lease time.Duration, waiting bo
 	acked := l.c.cfg.replicas > 0
 	buf := callBufs.Get().(*callBuf)
 	count := t.live() + 1
-	call := l.acquireCallIn(buf, t.id.field, count, l.c.leaseOr(lease), waiting)
+	call := l.acquireCallIn(buf, t.id.field, count, lease, waiting)
 	var into [3]int64
 	reply, acks, sent, err := l.c.exchangeInto(into[:0], ctx, t, l.kind.acquire, call, acked)
 	freeCall(buf)
@@ -232,17 +232,20 @@ func (c *Client) leaseOr(lease time.Duration) time.Duration {
 }
 
 // acquireCall is the acquire script's call for owner field, at count
-// (the owner's count after it), setting lease (set), for a caller that
-// waits on the unlock channel when waiting is true.
-func (l *lock) acquireCall(field string, count int, set time.Duration, waiting bool) scriptCall {
-	return l.acquireCallIn(new(callBuf), field, count, set, waiting)
+// (the owner's count after it), with lease (0: the watchdog's, which it
+// renews), for a caller that waits on the unlock channel when waiting is
+// true.
+func (l *lock) acquireCall(field string, count int, lease time.Duration, waiting bool) scriptCall {
+	return l.acquireCallIn(new(callBuf), field, count, lease, waiting)
 }
 
 // acquireCallIn is acquireCall in b, which must outlive the call's request.
-func (l *lock) acquireCallIn(b *callBuf, field string, count int, set time.Duration, waiting bool) scriptCall {
+// ARGV[10] says the lease is renewed: a fixed lease as long as the
+// watchdog's is not (a fair lock hands it over for what it says).
+func (l *lock) acquireCallIn(b *callBuf, field string, count int, lease time.Duration, waiting bool) scriptCall {
 	k := l.keys.Value()
 	b.keys = [5]string{k.Hash, k.Token, k.Fence, k.Queue, k.Channel}
-	b.args = [10]string{field, "", strconv.Itoa(count), l.c.millis(set), "", l.c.fenceMs, flag(waiting), l.c.publish, l.c.leaseMs, flag(set == l.c.cfg.lease)}
+	b.args = [10]string{field, "", strconv.Itoa(count), l.c.millis(l.c.leaseOr(lease)), "", l.c.fenceMs, flag(waiting), l.c.publish, l.c.leaseMs, flag(lease == 0)}
 	return scriptCall{keys: b.keys[:], args: b.args[:]}
 }
 
