@@ -136,14 +136,17 @@ func (q *place) Renewed(sent time.Time) {
 }
 
 // Lost records that the entry h renewed is gone: the lock was handed over
-// to the waiter, or its own lease ran out. The waiter's next ask tells
-// which, and queues it again if need be, under a new watchdog hold.
+// to the waiter, or its own lease ran out (Redis was unreachable for it).
+// The waiter is woken to ask at once: the ask tells which, and queues it
+// again if need be, under a new watchdog hold. (A waiter left out of the
+// queue is woken by no release.)
 func (q *place) Lost(h *watchdog.Entry) {
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	if q.watched == h {
 		q.watched = nil
 	}
+	q.mu.Unlock()
+	q.p.w.Poke()
 }
 
 // end stops the entry's renewal.
