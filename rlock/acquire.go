@@ -20,6 +20,7 @@ type grant struct {
 	count    int           // the owner's hold count, when acquired
 	token    int64         // fencing token of the hold, when acquired
 	pttl     time.Duration // the holder's remaining lease, when not acquired
+	seq      uint64        // the seq of the call Redis answered, when not acquired
 }
 
 // acquire takes l for ctx's owner, waiting up to wait (waitForever: until
@@ -144,6 +145,7 @@ func (l *lock) ask(ctx context.Context, t *turn, lease time.Duration, waiting bo
 	}
 	g, err := parseGrant(reply)
 	if err != nil || !g.acquired {
+		g.seq = t.answered
 		return g, err
 	}
 	if acked {

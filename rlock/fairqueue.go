@@ -49,11 +49,15 @@ func (l *lock) waitInQueue(ctx context.Context, o *owner, wait, lease time.Durat
 type place struct {
 	l  *lock
 	id holdID
-	// floor is the Client's seq before the waiter's latest ask: a lock
-	// handed over after that ask names a later call of the waiter, and one
-	// handed over before it (which the ask found given up, expired or
-	// taken) an earlier one. Used by the waiter's goroutine only.
-	floor uint64
+	// floor is the Client's seq before the waiter's first ask, which
+	// ranks it among its Client's waiters (parked.rank); asked is the seq
+	// of its latest ask that Redis answered. A lock handed over after that
+	// ask names it; one handed over before it (which the ask found given
+	// up, expired or taken) an earlier call, and one handed over after an
+	// ask of another call of its owner (goroutines that share an owner
+	// share its entry), that one's, whose lease Redis set. Used by the
+	// waiter's goroutine only.
+	floor, asked uint64
 	// p parks the waiter in its Client's lot between asks, where a
 	// release of this Client may claim it as heir.
 	p parked
@@ -74,13 +78,14 @@ func (q *place) wait(ctx context.Context, w *pubsub.Waiter, deadline time.Time, 
 				return lctx, g, err
 			}
 		}
-		q.floor, q.p.asked = q.l.c.seq.Load(), alarm.Now()
+		q.p.asked = alarm.Now()
 		sent := time.Now()
 		lctx, g, err := q.l.attempt(ctx, q.id, lease, true)
 		t.attempt(q.l, g, err, true)
 		if err != nil || g.acquired {
 			return lctx, g, err
 		}
+		q.asked = g.seq
 		if err := q.queued(sent); err != nil {
 			return ctx, grant{}, err
 		}
@@ -165,16 +170,17 @@ func (q *place) end() {
 // asking Redis. Redis set the lock's lease from the entry's own lease (or
 // the fixed lease asked for) when it handed it over, after the anchor: so
 // the hold's local deadline is reckoned from the anchor, never from the
-// message's arrival. A note from before the waiter's latest ask, or one
-// this owner's turn has moved past (another call of the owner took the
-// lock, or has a request unsettled), or one whose local deadline has
-// passed already, is not adopted: the waiter asks Redis instead, which
-// knows. Nor is any with WithReplicaAck: the hand-over's writes were not
+// message's arrival. A note that names another call than the waiter's
+// latest ask (an earlier one, or another call of its owner, whose lease
+// Redis set), or one this owner's turn has moved past (another call of
+// the owner took the lock, or has a request unsettled), or one whose local
+// deadline has passed already, is not adopted: the waiter asks Redis
+// instead, which knows. Nor is any with WithReplicaAck: the hand-over's writes were not
 // acknowledged by replicas, and the ask that re-enters the lock handed
 // over is, with them.
 func (q *place) adopt(ctx context.Context, note string, lease time.Duration) (context.Context, grant, error) {
 	seq, token, ok := parseHandOver(note)
-	if !ok || seq <= q.floor || q.l.c.cfg.replicas > 0 {
+	if !ok || seq != q.asked || q.l.c.cfg.replicas > 0 {
 		return ctx, grant{}, nil
 	}
 	l := q.l

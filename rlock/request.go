@@ -110,7 +110,7 @@ func (c *Client) exchangeMessage(ctx context.Context, t *turn, s *lua.Script, ca
 		}
 		switch {
 		case err == nil:
-			t.unsettled = 0 // the call fenced every earlier one
+			t.unsettled, t.answered = 0, seq // the call fenced every earlier one
 		case inTransit(err):
 			t.unsettled = seq
 		}

@@ -30,6 +30,7 @@ type turn struct {
 	// Guarded by the turn.
 	count     int    // levels Redis granted this owner and it has not left
 	unsettled uint64 // seq of the latest request whose reply never came, or 0
+	answered  uint64 // seq of the latest call Redis answered
 
 	// Guarded by its shard's mu (and written in the turn too). The
 	// goroutines that wait for the turn are in the shard's waiting: few
@@ -317,7 +318,7 @@ func (sh *turnShard) drop(t *turn, hash uint64) {
 	default:
 		return
 	}
-	t.id, t.hold = holdID{}, nil
+	t.id, t.hold, t.answered = holdID{}, nil, 0
 	idleTurns.Put(t)
 }
 
