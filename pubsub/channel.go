@@ -95,7 +95,11 @@ func (c *channel) join(tag string) *Waiter {
 // reports whether no ready waiter is left: a waiter still in Subscribe
 // cannot take a wake-up (it asks for itself once its subscription is
 // confirmed, and its Subscribe may fail instead), so a wake-up w leaves
-// behind is nobody's here. The caller holds s.mu.
+// behind is nobody's here. For a waiter named by a tag it reports whether
+// no waiter of that tag, ready or not, is left: the tag's waiters are one
+// owner's calls, which share what Redis keeps for the owner (its place in
+// a fair lock's queue), and the last of them takes it back. The caller
+// holds s.mu.
 func (c *channel) leave(w *Waiter, handOn bool) bool {
 	if i := slices.Index(c.waiters, w); i >= 0 {
 		c.waiters = slices.Delete(c.waiters, i, i+1)
@@ -105,15 +109,18 @@ func (c *channel) leave(w *Waiter, handOn bool) bool {
 	if handOn {
 		c.wakeOne()
 	}
-	if len(c.waiters) > 0 {
-		return !slices.ContainsFunc(c.waiters, func(o *Waiter) bool { return o.subscribed })
+	switch {
+	case len(c.waiters) == 0:
+		if c.idle == nil {
+			c.idle = time.AfterFunc(c.s.linger, c.expire)
+		} else {
+			c.idle.Reset(c.s.linger)
+		}
+		return true
+	case w.tag != "":
+		return !slices.ContainsFunc(c.waiters, func(o *Waiter) bool { return o.tag == w.tag })
 	}
-	if c.idle == nil {
-		c.idle = time.AfterFunc(c.s.linger, c.expire)
-	} else {
-		c.idle.Reset(c.s.linger)
-	}
-	return true
+	return !slices.ContainsFunc(c.waiters, func(o *Waiter) bool { return o.subscribed })
 }
 
 // expire ends a lingering subscription whose queue is still empty: it

@@ -139,7 +139,8 @@ func timeUp(ws []*Waiter) {
 // lock. Done reports true to the last ready waiter of a channel (those
 // still in Subscribe cannot take a wake-up): a wake-up addressed to this
 // Subscriber (Addressed) that it did not use is nobody's here any more,
-// and the publisher may need to be told. The last waiter of all
+// and the publisher may need to be told. A waiter named by a tag
+// (SubscribeAs) is told whether it was the last of its tag. The last waiter of all
 // unsubscribes from the channel. Calls after the first, and calls after
 // Subscriber.Close, do nothing and report false.
 func (w *Waiter) Done(acquired bool) (last bool) {

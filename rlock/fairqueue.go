@@ -33,11 +33,12 @@ func (l *lock) waitInQueue(ctx context.Context, o *owner, wait, lease time.Durat
 	}
 	q := &place{l: l, id: id, floor: l.c.seq.Load(), p: parked{o: o, lease: lease, w: w}}
 	lctx, g, err := q.wait(ctx, w, deadline, lease, t)
-	if !g.acquired && q.p.asked != 0 { // an ask was sent: the waiter may be queued
+	// The owner's calls that wait share its entry: the last one takes it
+	// out of the queue.
+	if last := w.Done(g.acquired); !g.acquired && last {
 		l.withdraw(ctx, o, true)
 	}
 	q.end()
-	w.Done(g.acquired)
 	return lctx, g, err
 }
 
