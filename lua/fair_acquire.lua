@@ -23,7 +23,11 @@
 -- of it. Otherwise it goes to the waiter longest in the queue, handed over
 -- (queue.lua) as a release does, and the caller is refused with the new
 -- holder's pttl: a lock that expired is handed on by the first call that
--- finds it so.
+-- finds it so. A waiter behind another is refused with no more than what
+-- is left of the head's own lease: a head that died is handed the lock
+-- for no longer, and the lock's expiry publishes nothing, so the waiter
+-- must ask by then (the head's successor, told when the lock runs out,
+-- may be dead too).
 local hash, fences, queue, owner = KEYS[1], KEYS[3], KEYS[4], ARGV[1]
 local seq, superseded = tonumber(ARGV[2]), tonumber(ARGV[5])
 local seqField = owner .. '#seq'
@@ -92,5 +96,6 @@ if ARGV[7] == '1' then
         enqueue(queue, owner, owner .. '#exp', exp, owner .. '#seq', seq, owner .. '#lease', grant)
     end
     lengthen(queue, ARGV[9])
+    pttl = untilHeadLapses(queue, owner, pttl, now)
 end
 return {REFUSED, pttl}

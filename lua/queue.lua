@@ -85,6 +85,23 @@ local function head(queue, now)
     return nil
 end
 
+-- untilHeadLapses caps pttl, a refusal's, for waiter w, queued in queue,
+-- at what is left at now of the own lease of the queue's head when that
+-- is another waiter whose lease has not ended yet (one that has is
+-- dropped when the lock is free: capping at it would have w ask in a loop
+-- while the lock is held).
+local function untilHeadLapses(queue, w, pttl, now)
+    local first = redis.call('hget', queue, '#head')
+    if not first or first == w then
+        return pttl
+    end
+    local left = tonumber(redis.call('hget', queue, first .. '#exp') or '0') - now
+    if left > 0 and (pttl < 0 or left < pttl) then
+        return left
+    end
+    return pttl
+end
+
 -- giveTo makes waiter w, the head of queue, the owner of the free lock
 -- hash: count 1, the next fencing token of counter, w's seq on the lock
 -- wseq, the lease ms (renewed: by the watchdog); and takes w out of
