@@ -7,7 +7,10 @@
 -- B:r); see rw.lua for the hash.
 --
 -- At count 0 the read hold goes; while other read holds are in the hash
--- ('nr', see rw.lua's prune) nothing else is to be done. When it was the
+-- ('nr', see rw.lua's prune) and nobody waits, nothing else is to be done.
+-- ('nr' counts holds whose own lease ended and that no prune dropped yet:
+-- with a writer waiting, the release prunes to learn whether it was the
+-- last live one.) When it was the
 -- last live read hold (and
 -- no admitted reader is still to come), the hash goes too unless a hold,
 -- mark or admission lives, and if anyone waits the channel is told 'all'
@@ -21,8 +24,8 @@ local reply, held, now, live = releasing()
 if reply then
     return reply
 end
-if live and tonumber(redis.call('hget', hash, 'nr') or '0') > 0 then
-    return {FREED, 0} -- other read holds are there: nothing more to do
+if live and not held[4] and tonumber(redis.call('hget', hash, 'nr') or '0') > 0 then
+    return {FREED, 0} -- other read holds are there, and nobody waits: nothing more to do
 end
 local st = prune(hash, now)
 if st.live == 0 then

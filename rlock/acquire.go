@@ -208,13 +208,14 @@ func (l *lock) keep(ctx context.Context, t *turn, g grant, sent time.Time, lease
 }
 
 // bound returns the lock context of the grant just recorded in turn t,
-// whose turn the caller has: ctx when it already carries the hold (a
-// re-entry), else ctx bound to the hold. A grant whose context would be
+// whose turn the caller has: ctx when it already carries the hold and ends
+// with it (a re-entry), else ctx bound to the hold (a re-entry through a
+// context that outlives the hold, as a downgrade's, too). A grant whose context would be
 // done at once (ctx ended meanwhile, or the hold did) is given back, and
 // its cause returned: Lock never succeeds with a done context.
 func (l *lock) bound(ctx context.Context, t *turn) (context.Context, error) {
 	lctx := ctx
-	if carriedHold(ctx, l.c, t.id) != t.hold {
+	if !endsWith(ctx, t.hold) {
 		lctx = t.hold.bind(ctx)
 	}
 	if lctx.Err() == nil {

@@ -123,6 +123,25 @@ func carriedHold(ctx context.Context, c *Client, id holdID) *hold {
 	return nil
 }
 
+// endsWith reports whether ctx ends when h does: the nearest hold of h's
+// id bound into ctx is h, reached without crossing a lasting context,
+// whose cancellation is not that of the holds it carries (outliving). A
+// call's outliving ctx ends with no hold: its hold is bound anew.
+func endsWith(ctx context.Context, h *hold) bool {
+	if _, ok := ctx.(outlivingCtx); ok {
+		return false
+	}
+	for n, up := nearestBound(ctx); n != nil; n, up = nearestBound(up) {
+		if n.client() == h.client() && n.id() == h.id() {
+			return n == h
+		}
+		if _, ok := up.(lastingCtx); ok {
+			return false
+		}
+	}
+	return false
+}
+
 // holdNode is a hold as its first lock context, bound onto life.parent;
 // life.first is its cancellation once made.
 type holdNode hold
@@ -202,6 +221,9 @@ func (n *holdNode) Value(key any) any {
 // bind returns a lock context: derived from parent, carrying h, done when
 // h ends (with h's cause) or when parent is done. The caller has h's turn.
 func (h *hold) bind(parent context.Context) context.Context {
+	if d, ok := parent.(outlivingCtx); ok {
+		parent = d.lasting()
+	}
 	return h.life.bind(parent, h)
 }
 

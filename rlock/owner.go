@@ -83,28 +83,41 @@ func carrying(ctx context.Context, o *owner) context.Context {
 	return context.WithValue(ctx, ownerKey{}, o)
 }
 
-// outliving returns a context with ctx's values (the owner and the holds
-// it carries) and the cancellation of the context that ctx's owner began
-// with, rather than ctx's, which ends with the holds it carries. A hold
-// taken with it outlives them: RWMutex takes the read lock so when the
-// owner writes (a downgrade). ctx must carry an owner.
+// outliving returns ctx, marked so that a hold taken with it outlives
+// the holds ctx carries: the call (its wait, its requests) runs under
+// ctx's cancellation, and the lock context it returns is bound to its
+// lasting context instead (hold.bind). RWMutex takes the read lock so when
+// the owner writes (a downgrade). ctx must carry an owner.
 func outliving(ctx context.Context) context.Context {
-	o, _ := ownerFrom(ctx)
-	return outlivingCtx{Context: o, values: ctx}
+	return outlivingCtx{ctx}
 }
 
-// outlivingCtx is Context's cancellation with values' values.
+// outlivingCtx is a call's context whose hold outlives the holds it
+// carries (outliving).
 type outlivingCtx struct {
+	context.Context
+}
+
+// lasting returns what a hold taken with d is bound to: d's values (the
+// owner and the holds it carries) with the cancellation of the context
+// that d's owner began with, rather than d's, which ends with those holds.
+func (d outlivingCtx) lasting() context.Context {
+	o, _ := ownerFrom(d)
+	return lastingCtx{Context: o, values: d.Context}
+}
+
+// lastingCtx is Context's cancellation with values' values.
+type lastingCtx struct {
 	context.Context
 	values context.Context
 }
 
-func (d outlivingCtx) Value(key any) any {
+func (d lastingCtx) Value(key any) any {
 	return d.values.Value(key)
 }
 
 // AfterFunc lets contexts derived from d follow its cancellation without a
 // goroutine each (package context looks for this method).
-func (d outlivingCtx) AfterFunc(f func()) func() bool {
+func (d lastingCtx) AfterFunc(f func()) func() bool {
 	return context.AfterFunc(d.Context, f)
 }
