@@ -42,7 +42,7 @@ func TestRWLastLiveReaderWakesWriterPastDeadReader(t *testing.T) {
 		require.NoError(t, err)
 		wrote <- result{wctx, ok, time.Now()}
 	}()
-	waitMarks(t, s.Client(t), name, 1) // the writer waits, refused by both readers
+	waitMarks(t, s.Client(t), name, 1)  // the writer waits, refused by both readers
 	time.Sleep(1500 * time.Millisecond) // the dead reader's lease runs out
 	released := time.Now()
 	require.NoError(t, live.RUnlock(lctx))
