@@ -30,6 +30,10 @@ var Renew = load("renew.lua", retryable)
 // operators, writing nothing; see inspect.lua. It is read-only (EVALSHA_RO, which rueidis may resend).
 var Inspect = load("inspect.lua", readOnly)
 
+// HoldCount reads an owner's count, 0 once its own lease has ended,
+// writing nothing; see hold_count.lua.
+var HoldCount = load("hold_count.lua", retryable)
+
 // Do runs a holder's commands atomically with the check that it holds the
 // lock, once per request; see do.lua.
 var Do = load("do.lua", once)

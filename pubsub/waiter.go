@@ -136,12 +136,14 @@ func timeUp(ws []*Waiter) {
 // A waiter that a message woke but that leaves without the lock (it was
 // cancelled, timed out, or failed) hands a wake-up on to the next waiter,
 // so that the unlock it was told of still reaches someone who wants the
-// lock. Done reports true to the last ready waiter of a channel (those
-// still in Subscribe cannot take a wake-up): a wake-up addressed to this
-// Subscriber (Addressed) that it did not use is nobody's here any more,
-// and the publisher may need to be told. A waiter named by a tag
-// (SubscribeAs) is told whether it was the last of its tag. The last waiter of all
-// unsubscribes from the channel. Calls after the first, and calls after
+// lock; so does one that took the lock with a wake-up still pending, which
+// a message handed it while its attempt was under way (a second release,
+// of a semaphore's permits, say). Done reports true to the last ready
+// waiter of a channel (those still in Subscribe cannot take a wake-up): a
+// wake-up addressed to this Subscriber (Addressed) that it did not use is
+// nobody's here any more, and the publisher may need to be told. A waiter
+// named by a tag (SubscribeAs) is told whether it was the last of its tag.
+// The last waiter of all unsubscribes from the channel. Calls after the first, and calls after
 // Subscriber.Close, do nothing and report false.
 func (w *Waiter) Done(acquired bool) (last bool) {
 	s := w.c.s
@@ -151,7 +153,18 @@ func (w *Waiter) Done(acquired bool) (last bool) {
 	if w.left {
 		return false
 	}
-	return w.c.leave(w, w.woken && !acquired)
+	return w.c.leave(w, w.woken && (!acquired || w.pending()))
+}
+
+// pending takes a wake-up still pending on w, and reports whether there
+// was one. The caller holds s.mu.
+func (w *Waiter) pending() bool {
+	select {
+	case <-w.wake:
+		return true
+	default:
+		return false
+	}
 }
 
 // disarm cancels WakeAfter's wake-up. The caller holds s.mu.

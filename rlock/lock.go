@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/rlock/rlock/internal/keys"
+	"github.com/rlock/rlock/lua"
 )
 
 // resource is one named thing in Redis that a handle stands for: its name,
@@ -131,8 +130,9 @@ func (l *lock) isLocked(ctx context.Context) (bool, error) {
 }
 
 // holdCount reads the count of ctx's owner's field of l's kind; 0 when ctx
-// names no owner or the field is missing. Like Unlock it answers for a
-// done context, bounded by the retry timeout.
+// names no owner, the field is missing or its own lease (a semaphore
+// holder's) has ended. Like Unlock it answers for a done context, bounded
+// by the retry timeout.
 func (l *lock) holdCount(ctx context.Context) (int, error) {
 	if err := l.check(ctx); err != nil {
 		return 0, l.wrap(err)
@@ -143,12 +143,9 @@ func (l *lock) holdCount(ctx context.Context) (int, error) {
 	}
 	ctx, cancel := l.c.detached(ctx)
 	defer cancel()
-	n, err := l.c.rc.Do(ctx, l.c.rc.B().Hget().Key(l.keys.Hash()).Field(l.holdID(o).field).Build()).AsInt64()
-	if rueidis.IsRedisNil(err) {
-		return 0, nil
-	}
+	n, err := lua.HoldCount.Exec(ctx, l.c.rc, []string{l.keys.Hash()}, []string{l.holdID(o).field}).AsInt64()
 	if err != nil {
-		return 0, l.wrap(fmt.Errorf("rlock: hget: %w", err))
+		return 0, l.wrap(fmt.Errorf("rlock: hold count: %w", err))
 	}
 	return int(n), nil
 }
