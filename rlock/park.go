@@ -210,7 +210,7 @@ func (lot *parkingLot) park(l *lock, p *parked) {
 	defer lot.mu.Unlock()
 	lot.putAsleep(lot.entry(l.keys.Hash(), true), p)
 	p.behind = false
-	if since, ok := l.c.heldSince(l.holdID(p.o)); ok && since >= p.asked {
+	if h := l.c.liveHold(l.holdID(p.o)); h != nil && h.since >= p.asked {
 		p.w.Poke()
 	}
 }
@@ -230,7 +230,7 @@ func (lot *parkingLot) parkBehind(l *lock, p *parked) bool {
 	if e == nil || e.held == 0 {
 		return false
 	}
-	if _, own := l.c.heldSince(l.holdID(p.o)); own {
+	if l.c.liveHold(l.holdID(p.o)) != nil {
 		return false
 	}
 	lot.putAsleep(e, p)

@@ -68,7 +68,17 @@ func (l *lock) unlockTurn(ctx context.Context) (*turn, context.Context, context.
 	t, err := l.c.take(uctx, id)
 	if err != nil {
 		cancel()
-		return nil, nil, nil, l.wrap(fmt.Errorf("rlock: release: %w", err))
+		// Another call of the owner kept the turn: the hold ends as after
+		// a failed release (unlocked), so that nothing renews a level
+		// that this Unlock could not leave.
+		if carried == nil {
+			carried = l.c.liveHold(id)
+		}
+		err = fmt.Errorf("rlock: release: %w", err)
+		if carried != nil {
+			carried.finish(fmt.Errorf("%w: %w", errUnlockFailed, err))
+		}
+		return nil, nil, nil, l.wrap(err)
 	}
 	switch {
 	case t.count == 0:

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"sync"
-	"time"
 )
 
 // holdID names one owner's hold on one lock within a Client.
@@ -336,19 +335,17 @@ func (c *Client) setHold(t *turn, h *hold) {
 	}
 }
 
-// heldSince reports when owner id's live hold in this Client began
-// (alarm.Now), if it has one: its turn has a hold that has not ended. It
-// neither takes the turn (a turn's hold is guarded by its shard's mu too)
-// nor makes one.
-func (c *Client) heldSince(id holdID) (time.Duration, bool) {
+// liveHold returns owner id's live hold in this Client, if it has one:
+// its turn has a hold that has not ended; else nil. It neither takes the
+// turn (a turn's hold is guarded by its shard's mu too) nor makes one.
+func (c *Client) liveHold(id holdID) *hold {
 	sh, hash := c.turns.shard(id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	t := sh.find(id, hash)
-	if t == nil || t.activeHold() == nil {
-		return 0, false
+	if t := sh.find(id, hash); t != nil {
+		return t.activeHold()
 	}
-	return t.hold.since, true
+	return nil
 }
 
 // live is the count of the turn's hold while it lasts, 0 once it has
