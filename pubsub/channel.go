@@ -62,6 +62,12 @@ type channel struct {
 	// Subscriber's linger; nil until the queue first empties. While the
 	// queue is empty and current is set, the subscription lingers.
 	idle *time.Timer
+
+	// owed says that an untagged waiter left without the lock while ready
+	// waiters remained, one of which may have taken the lock already: the
+	// last ready waiter to leave is told so (leave) even when it took the
+	// lock.
+	owed bool
 }
 
 // attempt is one Receive call: one subscription of the channel, which
@@ -89,18 +95,39 @@ func (c *channel) join(tag string) *Waiter {
 	return w
 }
 
-// leave takes w out of the queue; handOn passes a wake-up to the next
-// ready waiter. When the queue is empty, the subscription is left to
-// linger (the Subscriber's linger), and then ends: run unsubscribes. leave
-// reports whether no ready waiter is left: a waiter still in Subscribe
-// cannot take a wake-up (it asks for itself once its subscription is
-// confirmed, and its Subscribe may fail instead), so a wake-up w leaves
-// behind is nobody's here. For a waiter named by a tag it reports whether
+// leave takes w, which took the lock if acquired, out of the queue;
+// handOn passes a wake-up to the next ready waiter. When the queue is
+// empty, the subscription is left to linger (the Subscriber's linger), and
+// then ends: run unsubscribes. leave reports whether no ready waiter is
+// left: a waiter still in Subscribe cannot take a wake-up (it asks for
+// itself once its subscription is confirmed, and its Subscribe may fail
+// instead), so a wake-up w leaves behind is nobody's here. To a w that
+// took the lock it reports that only when one left without it before
+// while others were ready (owed): what the publisher keeps of this
+// Subscriber may have been left behind. For a waiter named by a tag it reports whether
 // no waiter of that tag, ready or not, is left: the tag's waiters are one
 // owner's calls, which share what Redis keeps for the owner (its place in
 // a fair lock's queue), and the last of them takes it back. The caller
 // holds s.mu.
-func (c *channel) leave(w *Waiter, handOn bool) bool {
+func (c *channel) leave(w *Waiter, handOn, acquired bool) bool {
+	last := c.remove(w, handOn)
+	if w.tag != "" {
+		return last
+	}
+	switch {
+	case !last:
+		c.owed = c.owed || !acquired
+		return false
+	case acquired && !c.owed:
+		return false
+	}
+	c.owed = false
+	return true
+}
+
+// remove is leave's bookkeeping: it reports whether no ready waiter (for
+// a tagged w, no waiter of its tag) is left.
+func (c *channel) remove(w *Waiter, handOn bool) bool {
 	if i := slices.Index(c.waiters, w); i >= 0 {
 		c.waiters = slices.Delete(c.waiters, i, i+1)
 	}

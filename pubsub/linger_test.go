@@ -28,7 +28,7 @@ func TestLingerKeepsSubscription(t *testing.T) {
 			return calls["subscribe"] + calls["ssubscribe"]
 		}
 
-		require.True(t, e.subscribe(t, ch).Done(true), "the channel's only waiter is its last")
+		require.True(t, e.subscribe(t, ch).Done(false), "the channel's only waiter is its last")
 		before := subscribes()
 		require.True(t, e.subs.Waiting([]byte(ch)), "a lingering channel counts as waited on")
 		require.EqualValues(t, 1, e.numsub(t, ch), "the subscription lingers")

@@ -141,10 +141,14 @@ func timeUp(ws []*Waiter) {
 // of a semaphore's permits, say). Done reports true to the last ready
 // waiter of a channel (those still in Subscribe cannot take a wake-up): a
 // wake-up addressed to this Subscriber (Addressed) that it did not use is
-// nobody's here any more, and the publisher may need to be told. A waiter
-// named by a tag (SubscribeAs) is told whether it was the last of its tag.
-// The last waiter of all unsubscribes from the channel. Calls after the first, and calls after
-// Subscriber.Close, do nothing and report false.
+// nobody's here any more, and the publisher may need to be told; to one
+// that took the lock it reports true only when another left without it
+// before while ready waiters remained, one of which may have taken the
+// lock already (so that the publisher's record of this Subscriber may
+// be stale). A waiter named by a tag (SubscribeAs) is told whether it was
+// the last of its tag. The last waiter of all unsubscribes from the
+// channel. Calls after the first, and calls after Subscriber.Close, do
+// nothing and report false.
 func (w *Waiter) Done(acquired bool) (last bool) {
 	s := w.c.s
 	s.mu.Lock()
@@ -153,7 +157,7 @@ func (w *Waiter) Done(acquired bool) (last bool) {
 	if w.left {
 		return false
 	}
-	return w.c.leave(w, w.woken && (!acquired || w.pending()))
+	return w.c.leave(w, w.woken && (!acquired || w.pending()), acquired)
 }
 
 // pending takes a wake-up still pending on w, and reports whether there

@@ -34,8 +34,8 @@ func (l *lock) waitInQueue(ctx context.Context, o *owner, wait, lease time.Durat
 	q := &place{l: l, id: id, floor: l.c.seq.Load(), p: parked{o: o, lease: lease, w: w}}
 	lctx, g, err := q.wait(ctx, w, deadline, lease, t)
 	// The owner's calls that wait share its entry: the last one takes it
-	// out of the queue.
-	if last := w.Done(g.acquired); !g.acquired && last {
+	// out of the queue; after Close, each (Close dismissed them all).
+	if last := w.Done(g.acquired); !g.acquired && (last || errors.Is(l.check(ctx), ErrClosed)) {
 		l.withdraw(ctx, o, true)
 	}
 	q.end()

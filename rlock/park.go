@@ -23,7 +23,10 @@ import (
 // its Client from the lock's waiting Clients if it was the Client's last
 // waiter, and a wake-up addressed to the Client meanwhile goes on to the
 // next Client (lua/waiting.lua); last or not, it takes back a hand-over to
-// it whose reply never came (withdraw).
+// it whose reply never came (withdraw). The last waiter withdraws the
+// Client even when it took the lock, if one before it left without the
+// lock while it was still waiting (pubsub Waiter.Done): that one's refusal
+// may have recorded the Client after this one's grant took it out.
 func (l *lock) waitParked(ctx context.Context, o *owner, wait, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
 	w, deadline, err := l.subscribe(ctx, wait, "")
 	if w == nil {
@@ -31,7 +34,7 @@ func (l *lock) waitParked(ctx context.Context, o *owner, wait, lease time.Durati
 	}
 	p := &parked{o: o, lease: lease, w: w}
 	lctx, g, err := l.retryParked(ctx, p, deadline, lease, t)
-	if last := w.Done(g.acquired); !g.acquired {
+	if last := w.Done(g.acquired); !g.acquired || last {
 		l.withdraw(ctx, o, last)
 	}
 	return lctx, g, err
