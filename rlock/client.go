@@ -131,8 +131,9 @@ func (c *Client) Close() error {
 	return errors.Join(err, c.subs.Close())
 }
 
-// goLater reports whether a goroutine may start that Close waits for (it
-// must call c.bg.Done when it ends): false once Close has begun.
+// goLater reports whether work may start that Close waits for (a
+// goroutine, or expire on the deadlines' timer; it must call c.bg.Done
+// when it ends): false once Close has begun.
 func (c *Client) goLater() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -10,8 +10,15 @@ func (h *hold) Place() *int32 {
 
 // expire ends the holds whose local deadline passed, handed over by the
 // Client's deadlines: every one's lock contexts are done before any lets
-// go of its watchdog entry, which may wait for a renewal round.
+// go of its watchdog entry, which may wait for a renewal round. Close
+// waits for it, so that the hooks have heard of every hold's end when
+// Close returns; once Close has begun, it ends the holds itself.
 func expire(holds []*hold) {
+	c := holds[0].client()
+	if !c.goLater() {
+		return
+	}
+	defer c.bg.Done()
 	ended := holds[:0]
 	for _, h := range holds {
 		if h.end(errDeadlinePassed) {

@@ -67,12 +67,20 @@ func (mh *multiHold) setPart(i int, h *hold) {
 		return
 	}
 	mh.parts[i], mh.had[i] = h, true
-	go mh.watchPart(i, h)
+	c := h.client()
+	if !c.goLater() { // Close has begun, and ended h
+		go mh.partEnded(i, h)
+		return
+	}
+	go mh.watchPart(c, i, h)
 }
 
-// watchPart waits for node i's part h to end, and reacts. Every part ends
-// (Unlock, a loss, its lease, Close), and its watcher with it.
-func (mh *multiHold) watchPart(i int, h *hold) {
+// watchPart waits for node i's part h, of Client c, to end, and reacts.
+// Every part ends (Unlock, a loss, its lease, Close), and its watcher
+// with it; c's Close waits for it, so that a hold that Close leaves short
+// of its quorum has its context done when Close returns.
+func (mh *multiHold) watchPart(c *Client, i int, h *hold) {
+	defer c.bg.Done()
 	<-h.life.Done()
 	mh.partEnded(i, h)
 }
