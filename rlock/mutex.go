@@ -98,7 +98,9 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (context
 //
 // Unlock runs even when ctx is already done, bounded by the retry timeout,
 // so that a cancelled request does not leave its lock held. If it fails for
-// another reason, renewal stops all the same and the lease frees the lock;
+// another reason (Redis unreachable, or another call of the same owner
+// kept the owner's turn past the retry timeout), the hold ends all the
+// same: renewal stops, its context is done, and the lease frees the lock;
 // calling Unlock again with the same context retries it. (A hold owns only
 // the levels granted through it: once the owner Locks again, which begins a
 // new hold, the levels an ended hold left in Redis are let go.)
@@ -116,7 +118,10 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 
 // ForceUnlock deletes the lock whoever holds it and wakes its waiters. It
 // reports whether there was a lock to delete. This Client's own holds on the
-// lock end with ErrLockLost.
+// lock end with ErrLockLost. Another Client learns that its holds ended at
+// its next renewal (or at a fixed lease's end); until then a Lock made
+// there after the wake-up still waits behind its own Client's hold, which
+// it takes for live without asking Redis.
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	return m.engine().forceUnlock(ctx)
 }
