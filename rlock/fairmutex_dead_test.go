@@ -22,17 +22,17 @@ import (
 // deadLease is the lease of the Clients whose waiters die.
 const deadLease = 1500 * time.Millisecond
 
-// queueDeadWaiter has a Client with deadLease queue an owner on lock name,
+// queueDeadWaiter has a Client with lease queue an owner on lock name,
 // after those queued already (n of them), and then dies: its link to Redis
 // goes (a proxy closes, so nothing it sends later lands) and the Client is
 // closed. The waiter's Lock fails, and its entry stays behind: the waiter
 // could not take it back.
-func queueDeadWaiter(t *testing.T, s redistest.Setup, name string, n int) {
+func queueDeadWaiter(t *testing.T, s redistest.Setup, name string, n int, lease time.Duration) {
 	proxy := s.Node.Proxy(t)
 	rc, err := rueidis.NewClient(redistest.ClientOption(proxy.Addr()))
 	require.NoError(t, err)
 	t.Cleanup(rc.Close)
-	c, err := rlock.New(rc, rlock.WithLeaseTime(deadLease), rlock.WithRetryTimeout(200*time.Millisecond))
+	c, err := rlock.New(rc, rlock.WithLeaseTime(lease), rlock.WithRetryTimeout(200*time.Millisecond))
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() {
@@ -75,7 +75,7 @@ func TestFairDeadWaiter(t *testing.T) {
 			fm := newRlock(t, s.Client(t)).FairMutex(name)
 			held, err := fm.Lock(t.Context())
 			require.NoError(t, err)
-			queueDeadWaiter(t, s, name, 0)
+			queueDeadWaiter(t, s, name, 0, deadLease)
 			dead := queued(t, admin, name)[0]
 			live := newRlock(t, s.Client(t)).FairMutex(name)
 			got := lockAsync(t, live)

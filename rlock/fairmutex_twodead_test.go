@@ -5,36 +5,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlock/rlock/internal/redistest"
-	"github.com/rlock/rlock/rlock"
 )
 
 // deadLease2 is the lease of the Clients whose waiters die here: long
 // enough for the test to queue everyone while their entries live.
 const deadLease2 = 4 * time.Second
-
-// queueDeadFairWaiter is queueDeadWaiter with deadLease2.
-func queueDeadFairWaiter(t *testing.T, s redistest.Setup, name string, n int) {
-	proxy := s.Node.Proxy(t)
-	rc, err := rueidis.NewClient(redistest.ClientOption(proxy.Addr()))
-	require.NoError(t, err)
-	t.Cleanup(rc.Close)
-	c, err := rlock.New(rc, rlock.WithLeaseTime(deadLease2), rlock.WithRetryTimeout(200*time.Millisecond))
-	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() {
-		_, err := c.FairMutex(name).Lock(t.Context())
-		done <- err
-	}()
-	waitQueued(t, s.Client(t), name, n+1)
-	require.NoError(t, proxy.Close())
-	require.NoError(t, c.Close())
-	require.Error(t, <-done)
-}
 
 // TestFairTwoDeadWaitersThenLive: a holder with a long fixed lease, then
 // two waiters whose processes died (their entries still live), then a
@@ -56,8 +35,8 @@ func TestFairTwoDeadWaitersThenLive(t *testing.T) {
 	fm := newRlock(t, s.Client(t)).FairMutex(name)
 	held, err := fm.LockFor(t.Context(), time.Minute)
 	require.NoError(t, err)
-	queueDeadFairWaiter(t, s, name, 0)
-	queueDeadFairWaiter(t, s, name, 1)
+	queueDeadWaiter(t, s, name, 0, deadLease2)
+	queueDeadWaiter(t, s, name, 1, deadLease2)
 	live := newRlock(t, s.Client(t)).FairMutex(name)
 	ctxX, cancelX := context.WithCancel(t.Context())
 	defer cancelX()
