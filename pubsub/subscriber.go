@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -130,6 +131,16 @@ func (s *Subscriber) SubscribeAs(ctx context.Context, channel, tag string) (*Wai
 		w.Done(false)
 		return nil, fmt.Errorf("pubsub: subscribe %s: %w", channel, ctx.Err())
 	}
+}
+
+// Tagged reports whether a waiter named tag waits on channel, ready or
+// still in Subscribe: one whose Subscribe failed, and so never left
+// through Done, learns from it whether it was the last of its tag.
+func (s *Subscriber) Tagged(channel, tag string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.channels[channel]
+	return c != nil && slices.ContainsFunc(c.waiters, func(w *Waiter) bool { return w.tag == tag })
 }
 
 // Active reports whether any channel is subscribed (or being subscribed

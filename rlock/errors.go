@@ -90,3 +90,7 @@ var (
 	// errHoldClosed: Client.Close ended the hold.
 	errHoldClosed = fmt.Errorf("%w: %w", ErrLockLost, ErrClosed)
 )
+
+// errSharedPart is a MultiLock's Lock by an owner that holds one of its
+// nodes already, not through this MultiLock's hold (tryQuorum).
+var errSharedPart = fmt.Errorf("%w: the owner holds a node of the multilock already (a lock of its own, or another hold of a multilock over it): lock with the context that carries the multilock's hold to re-enter it, or with another owner", ErrInvalidArgument)

@@ -29,6 +29,11 @@ func (l *lock) waitInQueue(ctx context.Context, o *owner, wait, lease time.Durat
 	id := l.holdID(o)
 	w, deadline, err := l.subscribe(ctx, wait, id.field)
 	if w == nil {
+		// Another call of the owner that queued it may have left its
+		// entry to this one, which was still in Subscribe then.
+		if !l.c.subs.Tagged(l.keys.Value().Channel, id.field) {
+			l.withdraw(ctx, o, true)
+		}
 		return ctx, grant{}, err
 	}
 	q := &place{l: l, id: id, floor: l.c.seq.Load(), p: parked{o: o, lease: lease, w: w}}

@@ -126,9 +126,12 @@ func carriedHold(ctx context.Context, c *Client, id holdID) *hold {
 // endsWith reports whether ctx ends when h does: the nearest hold of h's
 // id bound into ctx is h, reached without crossing a lasting context,
 // whose cancellation is not that of the holds it carries (outliving). A
-// call's outliving ctx ends with no hold: its hold is bound anew.
+// call's outliving ctx ends with no hold, nor does one that never ends (a
+// lock context detached by context.WithoutCancel): its hold is bound
+// anew. (One detached and then given a cancellation of its own is not
+// told apart: it carries the hold, and ends with what it was given.)
 func endsWith(ctx context.Context, h *hold) bool {
-	if _, ok := ctx.(outlivingCtx); ok {
+	if _, ok := ctx.(outlivingCtx); ok || ctx.Done() == nil {
 		return false
 	}
 	for n, up := nearestBound(ctx); n != nil; n, up = nearestBound(up) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -35,70 +36,117 @@ type multiHold struct {
 	retaking  sync.WaitGroup // parts being taken again
 }
 
-// bindParts returns the context for a tryQuorum that took parts: ctx itself when it
-// already carries this owner's active hold (a re-entry, which may add
-// parts), else a new hold's context.
-func (ml *MultiLock) bindParts(ctx context.Context, o *owner, lease time.Duration, parts []*hold) context.Context {
-	if mh, ok := ctx.Value(multiKey{ml}).(*multiHold); ok && mh.life.Err() == nil {
+// bindParts returns the context for a tryQuorum that took parts: for a
+// re-entry (ctx carries this owner's hold, nested reports it), which may
+// add parts, ctx itself, or ctx bound to the hold when ctx does not end
+// with it (a context detached from it); else a new hold's context. A
+// re-entry that finds the hold ended meanwhile (a final Unlock or a loss
+// came first) fails with the hold's cause, and gives back the levels it
+// took. A new hold whose ctx is done
+// already gives its parts back and fails with ctx's cause.
+func (ml *MultiLock) bindParts(ctx context.Context, o *owner, lease time.Duration, parts []*hold) (context.Context, error) {
+	if mh := ml.nested(ctx); mh != nil {
 		mh.mu.Lock()
+		if mh.ended {
+			cause := mh.cause
+			mh.mu.Unlock()
+			ml.giveBack(o, parts)
+			return ctx, fmt.Errorf("rlock: multilock: %w", cause)
+		}
 		mh.depth++
-		mh.mu.Unlock()
 		for i, h := range parts {
 			if h != nil {
 				mh.setPart(i, h)
 			}
 		}
-		return ctx
+		mh.mu.Unlock()
+		if ctx.Done() == nil {
+			return mh.life.bind(ctx, nil), nil
+		}
+		return ctx, nil
 	}
 	mh := &multiHold{ml: ml, o: o, lease: lease, parts: make([]*hold, len(parts)), had: make([]bool, len(parts)), depth: 1, poke: make(chan struct{}), over: make(chan struct{})}
+	mh.mu.Lock()
 	for i, h := range parts {
 		if h != nil {
 			mh.setPart(i, h)
 		}
 	}
-	return mh.life.bind(context.WithValue(ctx, multiKey{ml}, mh), nil)
+	mh.mu.Unlock()
+	lctx := mh.life.bind(context.WithValue(ctx, multiKey{ml}, mh), nil)
+	if lctx.Err() != nil {
+		// ctx ended meanwhile (a final Unlock of the hold it carried came
+		// first): the parts go back, as Lock never succeeds with a done
+		// context.
+		cause := context.Cause(lctx)
+		_ = ml.Unlock(lctx)
+		return ctx, fmt.Errorf("rlock: multilock: %w", cause)
+	}
+	return lctx, nil
 }
 
-// setPart records h as the part of node i and watches it end.
+// giveBack leaves, for owner o, one level on every node where parts has
+// a part: a re-entry's, which its hold's end left to nobody.
+func (ml *MultiLock) giveBack(o *owner, parts []*hold) {
+	octx := carrying(context.Background(), o)
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, h := range parts {
+		if h != nil {
+			wg.Add(1)
+			go unlockPart(ml.mutexes[i], octx, &errs[i], &wg)
+		}
+	}
+	wg.Wait()
+}
+
+// nested returns the hold of ml that ctx carries, if it has not ended: a
+// Lock with ctx re-enters it.
+func (ml *MultiLock) nested(ctx context.Context) *multiHold {
+	if mh, ok := ctx.Value(multiKey{ml}).(*multiHold); ok && mh.life.Err() == nil {
+		return mh
+	}
+	return nil
+}
+
+// setPart records h as the part of node i and watches it end. The caller
+// holds mh.mu.
 func (mh *multiHold) setPart(i int, h *hold) {
-	mh.mu.Lock()
-	defer mh.mu.Unlock()
 	if mh.parts[i] == h {
 		return
 	}
 	mh.parts[i], mh.had[i] = h, true
 	c := h.client()
-	if !c.goLater() { // Close has begun, and ended h
-		go mh.partEnded(i, h)
-		return
-	}
-	go mh.watchPart(c, i, h)
+	go mh.watchPart(c, c.goLater(), i, h)
 }
 
 // watchPart waits for node i's part h, of Client c, to end, and reacts.
 // Every part ends (Unlock, a loss, its lease, Close), and its watcher
-// with it; c's Close waits for it, so that a hold that Close leaves short
-// of its quorum has its context done when Close returns.
-func (mh *multiHold) watchPart(c *Client, i int, h *hold) {
-	defer c.bg.Done()
+// with it. c's Close waits for it when counted (goLater, before Close
+// began), so that a hold that Close leaves short of its quorum has its
+// context done when Close returns.
+func (mh *multiHold) watchPart(c *Client, counted bool, i int, h *hold) {
+	if counted {
+		defer c.bg.Done()
+	}
 	<-h.life.Done()
 	mh.partEnded(i, h)
 }
 
-// partEnded reacts to the end of node i's part h. An Unlock's end is no
-// loss. The hold ends once fewer parts than the quorum remain; otherwise,
-// when the watchdogs renew this hold, the lost part is taken again.
+// partEnded reacts to the end of node i's part h. The end that this
+// hold's Unlock brings is no loss (endUnlock sees to it); any other is:
+// the hold ends once fewer parts than the quorum remain; otherwise, when
+// the watchdogs renew this hold, a part lost (not released: another
+// handle's Unlock of the owner's) is taken again.
 func (mh *multiHold) partEnded(i int, h *hold) {
-	if !errors.Is(h.life.Cause(), ErrLockLost) {
-		return
-	}
+	lost := errors.Is(h.life.Cause(), ErrLockLost)
 	mh.mu.Lock()
-	if mh.ended || mh.parts[i] != h {
+	if mh.ended || mh.parts[i] != h || !lost && mh.unlocking > 0 {
 		mh.mu.Unlock()
 		return
 	}
 	mh.parts[i] = nil
-	retake := mh.lease == 0 && mh.unlocking == 0 && !errors.Is(h.life.Cause(), ErrClosed)
+	retake := lost && mh.lease == 0 && mh.unlocking == 0 && !errors.Is(h.life.Cause(), ErrClosed)
 	if retake {
 		mh.retaking.Add(1)
 	}
@@ -176,10 +224,25 @@ func (mh *multiHold) retakeOnce(i int) bool {
 		}
 	}
 	part, ok := m.carried(lctx)
-	if ok {
+	if !ok {
+		return false
+	}
+	mh.mu.Lock()
+	ended := mh.ended
+	if !ended {
 		mh.setPart(i, part)
 	}
-	return ok
+	mh.mu.Unlock()
+	if ended {
+		// The hold ended while this retake was under way: the part it
+		// took is nobody's, and goes.
+		for part.active() {
+			if m.Unlock(lctx) != nil {
+				break // a failed Unlock ends the part all the same
+			}
+		}
+	}
+	return true
 }
 
 // checkQuorum ends the hold once fewer parts than the quorum are held; the
@@ -206,7 +269,7 @@ func (mh *multiHold) checkQuorum(lost error) {
 	}
 	cause := fmt.Errorf("%w; the last part lost: %v", quorum, lost) // its text only: errors.Is answers as for the quorum
 	mh.ended, mh.cause = true, cause
-	parts := mh.parts
+	parts := slices.Clone(mh.parts)
 	mh.mu.Unlock()
 	for _, h := range parts {
 		if h != nil {
@@ -268,7 +331,7 @@ func (mh *multiHold) endUnlock(gone bool) {
 		if gone {
 			mh.cause = fmt.Errorf("%w; %w", errQuorumLost, errPartsGone)
 		}
-		cause, parts := mh.cause, mh.parts
+		cause, parts := mh.cause, slices.Clone(mh.parts)
 		mh.mu.Unlock()
 		for _, h := range parts {
 			if h != nil {

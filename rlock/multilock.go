@@ -114,12 +114,13 @@ func (ml *MultiLock) acquire(ctx context.Context, wait, lease time.Duration) (co
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		holds, err := ml.tryQuorum(octx, o, lease)
+		holds, err := ml.tryQuorum(octx, o, lease, ml.nested(octx) == nil)
 		if err != nil {
 			return ctx, false, err
 		}
 		if holds != nil {
-			return ml.bindParts(octx, o, lease, holds), true, nil
+			lctx, err := ml.bindParts(octx, o, lease, holds)
+			return lctx, err == nil, err
 		}
 		if err := ml.check(ctx, false); err != nil {
 			return ctx, false, err // a part's Client was closed: no try can take it
@@ -141,11 +142,17 @@ func (ml *MultiLock) acquire(ctx context.Context, wait, lease time.Duration) (co
 // owner's turn, and returns the parts taken when they reach the quorum
 // within the lease; nil otherwise, after giving back every part taken and
 // settling every request whose reply never came.
-func (ml *MultiLock) tryQuorum(ctx context.Context, o *owner, lease time.Duration) ([]*hold, error) {
+//
+// A fresh hold (no re-entry) whose owner held a node already (its own lock
+// on the node, or another hold of a MultiLock over it) fails with
+// errSharedPart, having given back what it took: a part is the owner's
+// hold on its node, which a MultiLock's Unlock and loss end, and it would
+// end the other's too.
+func (ml *MultiLock) tryQuorum(ctx context.Context, o *owner, lease time.Duration, fresh bool) ([]*hold, error) {
 	start := time.Now()
 	turns := make([]*turn, len(ml.mutexes))
 	granted := make([]bool, len(ml.mutexes))
-	taken, failed := 0, 0
+	taken, failed, shared := 0, 0, false
 	for i, m := range ml.mutexes {
 		nctx, cancel := context.WithTimeout(ctx, nodeTimeout(lease, m))
 		t, err := m.c.take(nctx, m.holdID(o))
@@ -158,15 +165,16 @@ func (ml *MultiLock) tryQuorum(ctx context.Context, o *owner, lease time.Duratio
 		if err == nil && g.acquired {
 			granted[i] = true
 			taken++
+			shared = shared || fresh && g.count > 1
 		} else {
 			failed++
 		}
-		if ctx.Err() != nil || failed > len(ml.mutexes)-ml.quorum {
+		if ctx.Err() != nil || failed > len(ml.mutexes)-ml.quorum || shared {
 			break
 		}
 	}
 	set := ml.mutexes[0].c.leaseOr(lease)
-	won := ctx.Err() == nil && taken >= ml.quorum && set-time.Since(start)-drift(set) > 0
+	won := ctx.Err() == nil && !shared && taken >= ml.quorum && set-time.Since(start)-drift(set) > 0
 	holds := make([]*hold, len(ml.mutexes))
 	var wg sync.WaitGroup
 	for i, t := range turns {
@@ -197,6 +205,8 @@ func (ml *MultiLock) tryQuorum(ctx context.Context, o *owner, lease time.Duratio
 		return holds, nil
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("rlock: multilock: %w", doneErr(ctx))
+	case shared:
+		return nil, errSharedPart
 	}
 	return nil, nil
 }
@@ -241,6 +251,12 @@ func (ml *MultiLock) Unlock(ctx context.Context) error {
 	errs := make([]error, len(ml.mutexes))
 	var wg sync.WaitGroup
 	for i, m := range ml.mutexes {
+		if ended && !held[i] {
+			// The hold ended with no part here: a level of the owner's
+			// there is a later hold's, not this Unlock's to leave.
+			errs[i] = ErrNotHeld
+			continue
+		}
 		wg.Add(1)
 		go unlockPart(m, octx, &errs[i], &wg)
 	}
