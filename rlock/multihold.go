@@ -5,13 +5,26 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
 
 // multiKey is the context key under which a MultiLock context carries its
-// multiHold.
-type multiKey struct{ ml *MultiLock }
+// multiHold: the MultiLock's nodes (each Client's id and lock key) and
+// quorum, so that another handle on the same locks finds the hold, to
+// re-enter or unlock it, as a Mutex handle finds its lock's.
+type multiKey struct{ nodes string }
+
+// key returns ml's multiKey. ml has passed check.
+func (ml *MultiLock) key() multiKey {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d", ml.quorum)
+	for _, m := range ml.mutexes {
+		b.WriteString("\n" + m.c.id + " " + m.keys.Hash())
+	}
+	return multiKey{b.String()}
+}
 
 // multiHold is one owner's hold on a MultiLock: a part (a single-node hold)
 // per node that granted it. With the watchdog, a part that is lost is taken
@@ -73,7 +86,7 @@ func (ml *MultiLock) bindParts(ctx context.Context, o *owner, lease time.Duratio
 		}
 	}
 	mh.mu.Unlock()
-	lctx := mh.life.bind(context.WithValue(ctx, multiKey{ml}, mh), nil)
+	lctx := mh.life.bind(context.WithValue(ctx, ml.key(), mh), nil)
 	if lctx.Err() != nil {
 		// ctx ended meanwhile (a final Unlock of the hold it carried came
 		// first): the parts go back, as Lock never succeeds with a done
@@ -103,7 +116,7 @@ func (ml *MultiLock) giveBack(o *owner, parts []*hold) {
 // nested returns the hold of ml that ctx carries, if it has not ended: a
 // Lock with ctx re-enters it.
 func (ml *MultiLock) nested(ctx context.Context) *multiHold {
-	if mh, ok := ctx.Value(multiKey{ml}).(*multiHold); ok && mh.life.Err() == nil {
+	if mh, ok := ctx.Value(ml.key()).(*multiHold); ok && mh.life.Err() == nil {
 		return mh
 	}
 	return nil

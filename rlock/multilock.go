@@ -14,7 +14,12 @@ import (
 // them, NewRedLock a majority (the Redlock algorithm). It has Lock,
 // LockFor, TryLock and Unlock, with Mutex's meanings; the context it
 // returns carries one owner for every node, and a nested Lock with it
-// re-enters on every node.
+// re-enters on every node, through this handle or any other on the same
+// Mutexes in the same order. Its parts are its owner's holds on the nodes:
+// a Lock by an owner that holds one of them already otherwise (a Mutex
+// Lock of its own, another MultiLock over it, another goroutine's hold of
+// this one) fails with ErrInvalidArgument, since the MultiLock's Unlock or
+// loss would end that hold too.
 type MultiLock struct {
 	mutexes []*Mutex
 	quorum  int
@@ -239,7 +244,7 @@ func (ml *MultiLock) Unlock(ctx context.Context) error {
 	if !ok {
 		return ErrNotHeld
 	}
-	mh, _ := ctx.Value(multiKey{ml}).(*multiHold)
+	mh, _ := ctx.Value(ml.key()).(*multiHold)
 	var (
 		held  []bool
 		ended bool
