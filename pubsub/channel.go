@@ -110,24 +110,6 @@ func (c *channel) join(tag string) *Waiter {
 // a fair lock's queue), and the last of them takes it back. The caller
 // holds s.mu.
 func (c *channel) leave(w *Waiter, handOn, acquired bool) bool {
-	last := c.remove(w, handOn)
-	if w.tag != "" {
-		return last
-	}
-	switch {
-	case !last:
-		c.owed = c.owed || !acquired
-		return false
-	case acquired && !c.owed:
-		return false
-	}
-	c.owed = false
-	return true
-}
-
-// remove is leave's bookkeeping: it reports whether no ready waiter (for
-// a tagged w, no waiter of its tag) is left.
-func (c *channel) remove(w *Waiter, handOn bool) bool {
 	if i := slices.Index(c.waiters, w); i >= 0 {
 		c.waiters = slices.Delete(c.waiters, i, i+1)
 	}
@@ -136,18 +118,25 @@ func (c *channel) remove(w *Waiter, handOn bool) bool {
 	if handOn {
 		c.wakeOne()
 	}
-	switch {
-	case len(c.waiters) == 0:
+	if len(c.waiters) == 0 {
 		if c.idle == nil {
 			c.idle = time.AfterFunc(c.s.linger, c.expire)
 		} else {
 			c.idle.Reset(c.s.linger)
 		}
-		return true
-	case w.tag != "":
+	}
+	if w.tag != "" {
 		return !slices.ContainsFunc(c.waiters, func(o *Waiter) bool { return o.tag == w.tag })
 	}
-	return !slices.ContainsFunc(c.waiters, func(o *Waiter) bool { return o.subscribed })
+	switch last := !slices.ContainsFunc(c.waiters, func(o *Waiter) bool { return o.subscribed }); {
+	case !last:
+		c.owed = c.owed || !acquired
+		return false
+	case acquired && !c.owed:
+		return false
+	}
+	c.owed = false
+	return true
 }
 
 // expire ends a lingering subscription whose queue is still empty: it

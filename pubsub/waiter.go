@@ -157,18 +157,15 @@ func (w *Waiter) Done(acquired bool) (last bool) {
 	if w.left {
 		return false
 	}
-	return w.c.leave(w, w.woken && (!acquired || w.pending()), acquired)
-}
-
-// pending takes a wake-up still pending on w, and reports whether there
-// was one. The caller holds s.mu.
-func (w *Waiter) pending() bool {
-	select {
-	case <-w.wake:
-		return true
-	default:
-		return false
+	handOn := w.woken && !acquired
+	if w.woken && acquired {
+		select {
+		case <-w.wake: // a wake-up still pending: its message is someone else's
+			handOn = true
+		default:
+		}
 	}
+	return w.c.leave(w, handOn, acquired)
 }
 
 // disarm cancels WakeAfter's wake-up. The caller holds s.mu.
