@@ -31,7 +31,7 @@ type grant struct {
 func (l *lock) acquire(ctx context.Context, wait, lease time.Duration) (context.Context, bool, error) {
 	var a acquisition
 	if l.begin(&a, ctx, wait, lease) {
-		a.lctx, a.g, a.err = l.waitOnChannel(a.octx, a.o, wait, lease, &a.trace)
+		l.waitOnChannel(&a, wait, lease)
 	}
 	return l.end(&a)
 }

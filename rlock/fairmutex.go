@@ -63,7 +63,7 @@ func (f *FairMutex) acquire(ctx context.Context, wait, lease time.Duration) (con
 	l := f.engine()
 	var a acquisition
 	if l.begin(&a, ctx, wait, lease) {
-		a.lctx, a.g, a.err = l.waitInQueue(a.octx, a.o, wait, lease, &a.trace)
+		l.waitInQueue(&a, wait, lease)
 	}
 	return l.end(&a)
 }

@@ -24,8 +24,10 @@ import (
 // again. When the waiter just ahead of it is handed the lock, it is told
 // that lease (pubsub.Deadline), without being woken, and asks again when
 // it would run out at the latest. A wait that ends without the lock
-// leaves the queue, handing on a lock it was handed meanwhile.
-func (l *lock) waitInQueue(ctx context.Context, o *owner, wait, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
+// leaves the queue, handing on a lock it was handed meanwhile. Like
+// waitOnChannel, it records its outcome in a.
+func (l *lock) waitInQueue(a *acquisition, wait, lease time.Duration) {
+	ctx, o := a.octx, a.o
 	id := l.holdID(o)
 	w, deadline, err := l.subscribe(ctx, wait, id.field)
 	if w == nil {
@@ -34,17 +36,17 @@ func (l *lock) waitInQueue(ctx context.Context, o *owner, wait, lease time.Durat
 		if !l.c.subs.Tagged(l.keys.Value().Channel, id.field) {
 			l.withdraw(ctx, o, true)
 		}
-		return ctx, grant{}, err
+		a.g, a.err = grant{}, err
+		return
 	}
 	q := &place{l: l, id: id, floor: l.c.seq.Load(), p: parked{o: o, lease: lease, w: w}}
-	lctx, g, err := q.wait(ctx, w, deadline, lease, t)
+	q.wait(a, w, deadline, lease)
 	// The owner's calls that wait share its entry: the last one takes it
 	// out of the queue; after Close, each (Close dismissed them all).
-	if last := w.Done(g.acquired); !g.acquired && (last || errors.Is(l.check(ctx), ErrClosed)) {
+	if last := w.Done(a.g.acquired); !a.g.acquired && (last || errors.Is(l.check(ctx), ErrClosed)) {
 		l.withdraw(ctx, o, true)
 	}
 	q.end()
-	return lctx, g, err
 }
 
 // place is a waiter's place in a fair lock's queue as this process knows
@@ -76,41 +78,39 @@ type place struct {
 // wait is waitInQueue's loop; deadline (zero: none) ends it without the
 // lock. A waiter whose wait ran out still leaves the lot, and takes a lock
 // a release of this Client handed it meanwhile.
-func (q *place) wait(ctx context.Context, w *pubsub.Waiter, deadline time.Time, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
+func (q *place) wait(a *acquisition, w *pubsub.Waiter, deadline time.Time, lease time.Duration) {
+	ctx := a.octx
 	for {
 		if note, noted := w.Note(); noted {
-			lctx, g, err := q.adopt(ctx, note, lease)
-			if err != nil || g.acquired {
-				return lctx, g, err
+			if a.lctx, a.g, a.err = q.adopt(ctx, note, lease); a.err != nil || a.g.acquired {
+				return
 			}
 		}
 		q.p.asked = alarm.Now()
 		sent := time.Now()
-		lctx, g, err := q.l.attempt(ctx, q.id, lease, true)
-		t.attempt(q.l, g, err, true)
-		if err != nil || g.acquired {
-			return lctx, g, err
+		a.lctx, a.g, a.err = q.l.attempt(ctx, q.id, lease, true)
+		a.trace.attempt(q.l, a.g, a.err, true)
+		if a.err != nil || a.g.acquired {
+			return
 		}
-		q.asked = g.seq
-		if err := q.queued(sent); err != nil {
-			return ctx, grant{}, err
+		q.asked = a.g.seq
+		if a.err = q.queued(sent); a.err != nil {
+			a.g = grant{}
+			return
 		}
 		if q.p.rank == 0 {
 			q.p.rank = q.floor + 1 // its first ask that queued it: Redis keeps its place
 		}
 		q.l.c.lot.park(q.l, &q.p)
-		pause, ok := capPause(deadline, nextCheck(g.pttl, q.l.c.cfg.lease))
-		err = sleep(ctx, w, pause)
-		if lctx, g, herr := q.l.wokeParked(ctx, &q.p); g.acquired || herr != nil {
-			return lctx, g, herr
+		pause, ok := capPause(deadline, nextCheck(a.g.pttl, q.l.c.cfg.lease))
+		err := sleep(ctx, w, pause)
+		if a.lctx, a.g, a.err = q.l.wokeParked(ctx, &q.p); a.g.acquired || a.err != nil {
+			return
 		}
-		if err != nil {
-			return ctx, grant{}, err
+		if a.err = err; err != nil || !ok {
+			return
 		}
-		if !ok {
-			return ctx, grant{}, nil
-		}
-		t.wakeups++
+		a.trace.wakeups++
 	}
 }
 

@@ -16,7 +16,8 @@ import (
 // re-enter or unlock it, as a Mutex handle finds its lock's.
 type multiKey struct{ nodes string }
 
-// key returns ml's multiKey. ml has passed check.
+// key returns ml's multiKey, built once per call of Lock or Unlock. ml
+// has passed check.
 func (ml *MultiLock) key() multiKey {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d", ml.quorum)
@@ -50,15 +51,15 @@ type multiHold struct {
 }
 
 // bindParts returns the context for a tryQuorum that took parts: for a
-// re-entry (ctx carries this owner's hold, nested reports it), which may
-// add parts, ctx itself, or ctx bound to the hold when ctx does not end
-// with it (a context detached from it); else a new hold's context. A
-// re-entry that finds the hold ended meanwhile (a final Unlock or a loss
-// came first) fails with the hold's cause, and gives back the levels it
-// took. A new hold whose ctx is done
-// already gives its parts back and fails with ctx's cause.
-func (ml *MultiLock) bindParts(ctx context.Context, o *owner, lease time.Duration, parts []*hold) (context.Context, error) {
-	if mh := ml.nested(ctx); mh != nil {
+// re-entry of outer, the hold ctx carried when the try began (nested),
+// which may add parts, ctx itself, or ctx bound to the hold when ctx does
+// not end with it (a context detached from it); else a new hold's
+// context, found under key. A re-entry that finds outer ended meanwhile (a
+// final Unlock or a loss came first) fails with the hold's cause, and
+// gives back the levels it took. A new hold whose ctx is done already
+// gives its parts back and fails with ctx's cause.
+func (ml *MultiLock) bindParts(ctx context.Context, o *owner, lease time.Duration, parts []*hold, key multiKey, outer *multiHold) (context.Context, error) {
+	if mh := outer; mh != nil {
 		mh.mu.Lock()
 		if mh.ended {
 			cause := mh.cause
@@ -86,7 +87,7 @@ func (ml *MultiLock) bindParts(ctx context.Context, o *owner, lease time.Duratio
 		}
 	}
 	mh.mu.Unlock()
-	lctx := mh.life.bind(context.WithValue(ctx, ml.key(), mh), nil)
+	lctx := mh.life.bind(context.WithValue(ctx, key, mh), nil)
 	if lctx.Err() != nil {
 		// ctx ended meanwhile (a final Unlock of the hold it carried came
 		// first): the parts go back, as Lock never succeeds with a done
@@ -113,10 +114,10 @@ func (ml *MultiLock) giveBack(o *owner, parts []*hold) {
 	wg.Wait()
 }
 
-// nested returns the hold of ml that ctx carries, if it has not ended: a
-// Lock with ctx re-enters it.
-func (ml *MultiLock) nested(ctx context.Context) *multiHold {
-	if mh, ok := ctx.Value(ml.key()).(*multiHold); ok && mh.life.Err() == nil {
+// nested returns the hold of ml, found under its key, that ctx carries, if
+// it has not ended: a Lock with ctx re-enters it.
+func nested(ctx context.Context, key multiKey) *multiHold {
+	if mh, ok := ctx.Value(key).(*multiHold); ok && mh.life.Err() == nil {
 		return mh
 	}
 	return nil

@@ -114,17 +114,19 @@ func (ml *MultiLock) acquire(ctx context.Context, wait, lease time.Duration) (co
 	if err := ml.check(ctx, false); err != nil {
 		return ctx, false, err
 	}
+	key := ml.key()
 	octx, o := withOwner(ctx)
 	deadline := waitDeadline(wait)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		holds, err := ml.tryQuorum(octx, o, lease, ml.nested(octx) == nil)
+		outer := nested(octx, key)
+		holds, err := ml.tryQuorum(octx, o, lease, outer == nil)
 		if err != nil {
 			return ctx, false, err
 		}
 		if holds != nil {
-			lctx, err := ml.bindParts(octx, o, lease, holds)
+			lctx, err := ml.bindParts(octx, o, lease, holds, key, outer)
 			return lctx, err == nil, err
 		}
 		if err := ml.check(ctx, false); err != nil {

@@ -47,7 +47,7 @@ func (m *Mutex) acquire(ctx context.Context, wait, lease time.Duration) (context
 	l := m.engine()
 	var a acquisition
 	if l.begin(&a, ctx, wait, lease) {
-		a.lctx, a.g, a.err = l.waitParked(a.octx, a.o, wait, lease, &a.trace)
+		l.waitParked(&a, wait, lease)
 	}
 	return l.end(&a)
 }

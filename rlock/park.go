@@ -26,18 +26,19 @@ import (
 // it whose reply never came (withdraw). The last waiter withdraws the
 // Client even when it took the lock, if one before it left without the
 // lock while it was still waiting (pubsub Waiter.Done): that one's refusal
-// may have recorded the Client after this one's grant took it out.
-func (l *lock) waitParked(ctx context.Context, o *owner, wait, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
-	w, deadline, err := l.subscribe(ctx, wait, "")
+// may have recorded the Client after this one's grant took it out. Like
+// waitOnChannel, it records its outcome in a.
+func (l *lock) waitParked(a *acquisition, wait, lease time.Duration) {
+	w, deadline, err := l.subscribe(a.octx, wait, "")
 	if w == nil {
-		return ctx, grant{}, err
+		a.g, a.err = grant{}, err
+		return
 	}
-	p := &parked{o: o, lease: lease, w: w}
-	lctx, g, err := l.retryParked(ctx, p, deadline, lease, t)
-	if last := w.Done(g.acquired); !g.acquired || last {
-		l.withdraw(ctx, o, last)
+	p := &parked{o: a.o, lease: lease, w: w}
+	l.retryParked(a, p, deadline, lease)
+	if last := w.Done(a.g.acquired); !a.g.acquired || last {
+		l.withdraw(a.octx, a.o, last)
 	}
-	return lctx, g, err
 }
 
 // retryParked is retry for waiter p, which sleeps parked. One that
@@ -46,42 +47,38 @@ func (l *lock) waitParked(ctx context.Context, o *owner, wait, lease time.Durati
 // (The ask and the wake-up are helpers, and sleep is called from here: a
 // sleeping waiter's stack stays under the size where Go gives it 8 KB
 // rather than 4.)
-func (l *lock) retryParked(ctx context.Context, p *parked, deadline time.Time, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
+func (l *lock) retryParked(a *acquisition, p *parked, deadline time.Time, lease time.Duration) {
 	for behind := true; ; behind = false {
 		check := l.c.cfg.lease // behind a hold: its release or end wakes p
 		if !behind || !l.c.lot.parkBehind(l, p) {
-			lctx, g, err := l.askParked(ctx, p, lease, t)
-			if err != nil || g.acquired {
-				return lctx, g, err
+			if l.askParked(a, p, lease); a.err != nil || a.g.acquired {
+				return
 			}
-			check = nextCheck(g.pttl, l.c.cfg.lease)
+			check = nextCheck(a.g.pttl, l.c.cfg.lease)
 		}
 		// A waiter whose wait ran out (pause <= 0) still leaves the lot,
 		// and takes a lock it was handed meanwhile.
 		pause, ok := capPause(deadline, check)
-		err := sleep(ctx, p.w, pause)
-		if lctx, g, herr := l.wokeParked(ctx, p); g.acquired || herr != nil {
-			return lctx, g, herr
+		err := sleep(a.octx, p.w, pause)
+		if a.lctx, a.g, a.err = l.wokeParked(a.octx, p); a.g.acquired || a.err != nil {
+			return
 		}
-		if err != nil {
-			return ctx, grant{}, err
+		if a.err = err; err != nil || !ok {
+			return
 		}
-		if !ok {
-			return ctx, grant{}, nil
-		}
-		t.wakeups++
+		a.trace.wakeups++
 	}
 }
 
-// askParked is waiter p's attempt; refused, p parks.
-func (l *lock) askParked(ctx context.Context, p *parked, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
+// askParked is waiter p's attempt, its outcome recorded in a; refused,
+// p parks.
+func (l *lock) askParked(a *acquisition, p *parked, lease time.Duration) {
 	p.asked = alarm.Now()
-	lctx, g, err := l.attempt(ctx, l.holdID(p.o), lease, true)
-	t.attempt(l, g, err, true)
-	if err == nil && !g.acquired {
+	a.lctx, a.g, a.err = l.attempt(a.octx, l.holdID(p.o), lease, true)
+	a.trace.attempt(l, a.g, a.err, true)
+	if a.err == nil && !a.g.acquired {
 		l.c.lot.park(l, p)
 	}
-	return lctx, g, err
 }
 
 // wokeParked takes waiter p, awake, out of the lot, and returns what

@@ -15,39 +15,43 @@ import (
 // channel first and only then retries, so an unlock between the two cannot
 // be missed; between attempts it sleeps until a wake-up or until the
 // holder's lease would run out (a lock that expires publishes nothing), never
-// polling while the holder is alive. t counts the
-// attempts and wake-ups for the hooks.
-func (l *lock) waitOnChannel(ctx context.Context, o *owner, wait, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
-	w, deadline, err := l.subscribe(ctx, wait, "")
+// polling while the holder is alive. It records its outcome in a, whose
+// trace counts the attempts and wake-ups for the hooks: a sleeping
+// waiter's frames keep no copies of it, so its stack stays under the size
+// where Go gives it 8 KB rather than 4.
+func (l *lock) waitOnChannel(a *acquisition, wait, lease time.Duration) {
+	w, deadline, err := l.subscribe(a.octx, wait, "")
 	if w == nil {
-		return ctx, grant{}, err
+		a.g, a.err = grant{}, err
+		return
 	}
-	lctx, g, err := l.retry(ctx, w, o, deadline, lease, t)
+	l.retry(a, w, deadline, lease)
 	// A wake-up this waiter was handed but did not turn into the lock goes
 	// on to the next waiter.
-	w.Done(g.acquired)
-	return lctx, g, err
+	w.Done(a.g.acquired)
 }
 
 // retry is waitOnChannel's loop: attempt, then sleep until w wakes, the holder's
 // lease would run out, or deadline (zero: none) passes. The hold id is made
 // per attempt, not kept while the waiter sleeps: a thousand sleeping
 // waiters are a thousand ids less.
-func (l *lock) retry(ctx context.Context, w *pubsub.Waiter, o *owner, deadline time.Time, lease time.Duration, t *acquireTrace) (context.Context, grant, error) {
+func (l *lock) retry(a *acquisition, w *pubsub.Waiter, deadline time.Time, lease time.Duration) {
 	for {
-		lctx, g, err := l.attempt(ctx, l.holdID(o), lease, true)
-		t.attempt(l, g, err, true)
-		if err != nil || g.acquired {
-			return lctx, g, err
+		a.lctx, a.g, a.err = l.attempt(a.octx, l.holdID(a.o), lease, true)
+		a.trace.attempt(l, a.g, a.err, true)
+		if a.err != nil || a.g.acquired {
+			return
 		}
-		pause, ok := capPause(deadline, nextCheck(g.pttl, l.c.cfg.lease))
+		pause, ok := capPause(deadline, nextCheck(a.g.pttl, l.c.cfg.lease))
 		if !ok {
-			return ctx, grant{}, nil
+			a.g = grant{}
+			return
 		}
-		if err := sleep(ctx, w, pause); err != nil {
-			return ctx, grant{}, err
+		if a.err = sleep(a.octx, w, pause); a.err != nil {
+			a.g = grant{}
+			return
 		}
-		t.wakeups++
+		a.trace.wakeups++
 	}
 }
 
