@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/rlock/rlock/internal/alarm"
-	"github.com/rlock/rlock/pubsub"
 	"github.com/rlock/rlock/watchdog"
 )
 
@@ -27,26 +26,35 @@ import (
 // leaves the queue, handing on a lock it was handed meanwhile. Like
 // waitOnChannel, it records its outcome in a.
 func (l *lock) waitInQueue(a *acquisition, wait, lease time.Duration) {
-	ctx, o := a.octx, a.o
-	id := l.holdID(o)
-	w, deadline, err := l.subscribe(ctx, wait, id.field)
+	q := l.enter(a, wait, lease)
+	if q == nil {
+		return
+	}
+	q.wait(a, lease)
+	// The owner's calls that wait share its entry: the last one takes it
+	// out of the queue; after Close, each (Close dismissed them all).
+	if last := q.p.w.Done(a.g.acquired); !a.g.acquired && (last || errors.Is(l.check(a.octx), ErrClosed)) {
+		l.withdraw(a.octx, a.o, true)
+	}
+	q.end()
+}
+
+// enter subscribes a's waiter under its own field and returns its place,
+// whose wait ends at the deadline wait gives; nil, with the reason
+// recorded in a, when it could not subscribe.
+func (l *lock) enter(a *acquisition, wait, lease time.Duration) *place {
+	id := l.holdID(a.o)
+	w, deadline, err := l.subscribe(a.octx, wait, id.field)
 	if w == nil {
 		// Another call of the owner that queued it may have left its
 		// entry to this one, which was still in Subscribe then.
 		if !l.c.subs.Tagged(l.keys.Value().Channel, id.field) {
-			l.withdraw(ctx, o, true)
+			l.withdraw(a.octx, a.o, true)
 		}
 		a.g, a.err = grant{}, err
-		return
+		return nil
 	}
-	q := &place{l: l, id: id, floor: l.c.seq.Load(), p: parked{o: o, lease: lease, w: w}}
-	q.wait(a, w, deadline, lease)
-	// The owner's calls that wait share its entry: the last one takes it
-	// out of the queue; after Close, each (Close dismissed them all).
-	if last := w.Done(a.g.acquired); !a.g.acquired && (last || errors.Is(l.check(ctx), ErrClosed)) {
-		l.withdraw(ctx, o, true)
-	}
-	q.end()
+	return &place{l: l, id: id, floor: l.c.seq.Load(), deadline: deadline, p: parked{o: a.o, lease: lease, w: w}}
 }
 
 // place is a waiter's place in a fair lock's queue as this process knows
@@ -55,8 +63,9 @@ func (l *lock) waitInQueue(a *acquisition, wait, lease time.Duration) {
 // ends the entry's lease, and a lock handed over to it, no sooner than
 // anchor plus the lease.
 type place struct {
-	l  *lock
-	id holdID
+	l        *lock
+	id       holdID
+	deadline time.Time // when the wait ends without the lock; zero: never
 	// floor is the Client's seq before the waiter's first ask, which
 	// ranks it among its Client's waiters (parked.rank); asked is the seq
 	// of its latest ask that Redis answered. A lock handed over after that
@@ -75,36 +84,20 @@ type place struct {
 	watched *watchdog.Entry // renews the entry; nil before the first ask and after a loss
 }
 
-// wait is waitInQueue's loop; deadline (zero: none) ends it without the
-// lock. A waiter whose wait ran out still leaves the lot, and takes a lock
-// a release of this Client handed it meanwhile.
-func (q *place) wait(a *acquisition, w *pubsub.Waiter, deadline time.Time, lease time.Duration) {
-	ctx := a.octx
+// wait is waitInQueue's loop: ask, then sleep parked until woken, the
+// holder's lease would run out, or the deadline passes, which ends it
+// without the lock. A waiter whose wait ran out still leaves the lot, and
+// takes a lock a release of this Client handed it meanwhile. (The ask is
+// a helper, and sleep is called from here: a sleeping waiter's stack
+// stays under the size where Go gives it 8 KB rather than 4.)
+func (q *place) wait(a *acquisition, lease time.Duration) {
 	for {
-		if note, noted := w.Note(); noted {
-			if a.lctx, a.g, a.err = q.adopt(ctx, note, lease); a.err != nil || a.g.acquired {
-				return
-			}
-		}
-		q.p.asked = alarm.Now()
-		sent := time.Now()
-		a.lctx, a.g, a.err = q.l.attempt(ctx, q.id, lease, true)
-		a.trace.attempt(q.l, a.g, a.err, true)
+		pause, ok := q.ask(a, lease)
 		if a.err != nil || a.g.acquired {
 			return
 		}
-		q.asked = a.g.seq
-		if a.err = q.queued(sent); a.err != nil {
-			a.g = grant{}
-			return
-		}
-		if q.p.rank == 0 {
-			q.p.rank = q.floor + 1 // its first ask that queued it: Redis keeps its place
-		}
-		q.l.c.lot.park(q.l, &q.p)
-		pause, ok := capPause(deadline, nextCheck(a.g.pttl, q.l.c.cfg.lease))
-		err := sleep(ctx, w, pause)
-		if a.lctx, a.g, a.err = q.l.wokeParked(ctx, &q.p); a.g.acquired || a.err != nil {
+		err := sleep(a.octx, q.p.w, pause)
+		if a.lctx, a.g, a.err = q.l.wokeParked(a.octx, &q.p); a.g.acquired || a.err != nil {
 			return
 		}
 		if a.err = err; err != nil || !ok {
@@ -112,6 +105,36 @@ func (q *place) wait(a *acquisition, w *pubsub.Waiter, deadline time.Time, lease
 		}
 		a.trace.wakeups++
 	}
+}
+
+// ask is the waiter's turn before it sleeps, its outcome recorded in a:
+// it adopts a hand-over by message, if one came, or else asks Redis,
+// which queues it (or keeps its place) when it refuses. Refused, the
+// waiter parks, and ask returns how long it may sleep, false when its
+// wait has run out (capPause).
+func (q *place) ask(a *acquisition, lease time.Duration) (time.Duration, bool) {
+	if note, noted := q.p.w.Note(); noted {
+		if a.lctx, a.g, a.err = q.adopt(a.octx, note, lease); a.err != nil || a.g.acquired {
+			return 0, false
+		}
+	}
+	q.p.asked = alarm.Now()
+	sent := time.Now()
+	a.lctx, a.g, a.err = q.l.attempt(a.octx, q.id, lease, true)
+	a.trace.attempt(q.l, a.g, a.err, true)
+	if a.err != nil || a.g.acquired {
+		return 0, false
+	}
+	q.asked = a.g.seq
+	if a.err = q.queued(sent); a.err != nil {
+		a.g = grant{}
+		return 0, false
+	}
+	if q.p.rank == 0 {
+		q.p.rank = q.floor + 1 // its first ask that queued it: Redis keeps its place
+	}
+	q.l.c.lot.park(q.l, &q.p)
+	return capPause(q.deadline, nextCheck(a.g.pttl, q.l.c.cfg.lease))
 }
 
 // queued records an ask sent at sent that Redis answered by queueing the

@@ -34,12 +34,11 @@ func (l *lock) waitOnChannel(a *acquisition, wait, lease time.Duration) {
 // retry is waitOnChannel's loop: attempt, then sleep until w wakes, the holder's
 // lease would run out, or deadline (zero: none) passes. The hold id is made
 // per attempt, not kept while the waiter sleeps: a thousand sleeping
-// waiters are a thousand ids less.
+// waiters are a thousand ids less. (The attempt is a helper, and sleep is
+// called from here: see waitOnChannel.)
 func (l *lock) retry(a *acquisition, w *pubsub.Waiter, deadline time.Time, lease time.Duration) {
 	for {
-		a.lctx, a.g, a.err = l.attempt(a.octx, l.holdID(a.o), lease, true)
-		a.trace.attempt(l, a.g, a.err, true)
-		if a.err != nil || a.g.acquired {
+		if l.waiterAttempt(a, lease); a.err != nil || a.g.acquired {
 			return
 		}
 		pause, ok := capPause(deadline, nextCheck(a.g.pttl, l.c.cfg.lease))
@@ -53,6 +52,12 @@ func (l *lock) retry(a *acquisition, w *pubsub.Waiter, deadline time.Time, lease
 		}
 		a.trace.wakeups++
 	}
+}
+
+// waiterAttempt is a waiter's attempt, its outcome recorded in a.
+func (l *lock) waiterAttempt(a *acquisition, lease time.Duration) {
+	a.lctx, a.g, a.err = l.attempt(a.octx, l.holdID(a.o), lease, true)
+	a.trace.attempt(l, a.g, a.err, true)
 }
 
 // subscribe starts a wait of wait (waitForever: until ctx is done) on the
