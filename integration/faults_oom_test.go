@@ -108,3 +108,33 @@ func TestFaultOOMKeepsHeldLock(t *testing.T) {
 	assert.True(t, hasRedisCode(raw.Do(t.Context(), raw.B().Set().Key("fault:probe").Value("1").Build()).Error(), "OOM"),
 		"Redis was still at maxmemory when Unlock ran")
 }
+
+// TestFaultOOMCountsLatchDown fills Redis's memory while an Await waits on
+// a latch at 1: the CountDown only lowers a count, and is allowed at
+// maxmemory (allow-oom), so the latch opens and the Await returns; a
+// latch that could not open there would keep its waiters for ever.
+func TestFaultOOMCountsLatchDown(t *testing.T) {
+	node := faultNode(t, oomArgs...)
+	raw := node.Client(t)
+	name := redistest.LockName(t)
+	latch := newRlock(t, node.Client(t)).CountDownLatch(name)
+	set, err := latch.TrySetCount(t.Context(), 1)
+	require.NoError(t, err)
+	require.True(t, set)
+	awaited := make(chan error, 1)
+	go func() { awaited <- latch.Await(t.Context()) }()
+	fillMemory(t, raw)
+
+	require.NoError(t, latch.CountDown(t.Context()), "CountDown at maxmemory")
+	n, err := latch.Count(t.Context())
+	require.NoError(t, err)
+	assert.Zero(t, n, "the CountDown counted")
+	select {
+	case err := <-awaited:
+		require.NoError(t, err, "the Await returns once the latch opened")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the Await did not return 5 s after the latch opened at maxmemory")
+	}
+	assert.True(t, hasRedisCode(raw.Do(t.Context(), raw.B().Set().Key("fault:probe").Value("1").Build()).Error(), "OOM"),
+		"Redis was still at maxmemory when CountDown ran")
+}

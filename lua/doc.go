@@ -18,9 +18,10 @@
 // They open with a #!lua shebang, which needs Redis 7 or later, as does
 // PEXPIRE ... GT, which they use. The release scripts (release,
 // fair_release, rw_read_release, rw_write_release, semaphore_release,
-// semaphore_permit_release), force_release, renew and
-// semaphore_permit_extend carry the allow-oom flag, so that locks can
-// still be released and renewed when Redis is at maxmemory; the acquire
+// semaphore_permit_release), force_release, renew,
+// semaphore_permit_extend and latch_countdown carry the allow-oom flag, so
+// that locks can still be released and renewed, and latches counted down,
+// when Redis is at maxmemory; the acquire
 // scripts do not, so at maxmemory Redis refuses new holds cleanly, before
 // they run. inspect, rw_state and semaphore_available carry no-writes
 // (inspect also allow-stale: a replica cut off from its master still runs

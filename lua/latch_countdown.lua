@@ -1,10 +1,13 @@
-#!lua
+#!lua flags=allow-oom
 --@include codes.lua
 --@include fence.lua
 -- latch_countdown: count a count-down latch down by one, exactly once per
 -- request; at 0 every waiter is told.
 --
--- KEYS[1] latch hash        P{N}:latch: 'count', and C#seq -> the seq of
+-- KEYS[1] latch hash        P{N}:latch: 'count'; 'opened', how many times
+--                           the count reached 0 (an Await that finds it
+--                           changed returns, though the latch was set
+--                           again meanwhile); and C#seq -> the seq of
 --                           Client C's latest call that counted
 -- KEYS[2] channel           P{N}:latch:unlock
 -- KEYS[3] fences            P{N}:latch:fence
@@ -32,7 +35,8 @@
 --
 -- At 0 the hash keeps count 0 for a fence life, so that a request whose
 -- reply was lost can still be told, then expires: a latch at 0 and an unset
--- latch are the same to every other script.
+-- latch are the same to every other script. allow-oom: a CountDown only
+-- lowers a count, and at maxmemory the Awaits still wake.
 local hash, fences, client = KEYS[1], KEYS[3], ARGV[1]
 local seq, first, superseded = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[5])
 local seqField = client .. '#seq'
@@ -56,6 +60,7 @@ end
 count = count - 1
 redis.call('hset', hash, 'count', count, seqField, seq)
 if count == 0 then
+    redis.call('hincrby', hash, 'opened', 1)
     redis.call('pexpire', hash, ARGV[6])
     redis.call(ARGV[7], KEYS[2], 'all')
 end

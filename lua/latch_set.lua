@@ -7,7 +7,8 @@
 -- Reply (a number, not a code): 1 when it set the count, 0 when the latch
 -- was counting already.
 -- The hash is made persistent again: a latch at 0 expires, a counting one
--- does not. The Clients' C#seq fields stay: sequence numbers only grow.
+-- does not. The Clients' C#seq fields stay: sequence numbers only grow;
+-- so does 'opened', which an Await compares.
 local hash = KEYS[1]
 local t = redis.call('type', hash).ok
 if t ~= 'hash' and t ~= 'none' then

@@ -115,7 +115,9 @@ func (f *FairMutex) Key(suffix string) string {
 // Do is Mutex.Do under the write hold that ctx carries. Under a read hold
 // alone (no write hold), it runs read-only commands only, under the check
 // that the read hold lives: it fails with ErrInvalidArgument, sending
-// nothing, when one of cmds may write. Reads under a read hold see no
+// nothing, when one of cmds may write, as rueidis marks it (a command
+// built with Arbitrary and marked ReadOnly is taken at its word, and
+// Redis runs what it is). Reads under a read hold see no
 // write of another owner in between, since no other owner writes under
 // the lock while a read hold lives.
 func (rw *RWMutex) Do(ctx context.Context, cmds ...rueidis.Completed) ([]rueidis.RedisMessage, error) {

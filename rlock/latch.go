@@ -70,18 +70,27 @@ func (d *CountDownLatch) TrySetCount(ctx context.Context, n int) (bool, error) {
 
 // Count returns the count: 0 when it reached 0 or was never set.
 func (d *CountDownLatch) Count(ctx context.Context) (int, error) {
+	n, _, err := d.state(ctx)
+	return n, err
+}
+
+// state reads the count and how many times the latch opened (its count
+// reached 0: "" for never, or since the latch at 0 expired).
+func (d *CountDownLatch) state(ctx context.Context) (int, string, error) {
 	l := d.latch()
 	if err := l.check(ctx); err != nil {
-		return 0, l.wrap(err)
+		return 0, "", l.wrap(err)
 	}
-	n, err := l.c.rc.Do(ctx, l.c.rc.B().Hget().Key(l.keys.Hash()).Field("count").Build()).AsInt64()
-	if rueidis.IsRedisNil(err) {
-		return 0, nil
-	}
+	fields, err := l.c.rc.Do(ctx, l.c.rc.B().Hmget().Key(l.keys.Hash()).Field("count", "opened").Build()).ToArray()
 	if err != nil {
-		return 0, l.wrap(fmt.Errorf("rlock: latch count: %w", err))
+		return 0, "", l.wrap(fmt.Errorf("rlock: latch count: %w", err))
 	}
-	return int(n), nil
+	n, err := fields[0].AsInt64()
+	if err != nil && !rueidis.IsRedisNil(err) {
+		return 0, "", l.wrap(fmt.Errorf("rlock: latch count: %w", err))
+	}
+	opened, _ := fields[1].ToString()
+	return int(n), opened, nil
 }
 
 // CountDown counts the latch down by one; the count reaching 0 wakes every
@@ -155,14 +164,18 @@ func (l *resource) countDown(ctx context.Context, t *turn, first string, down bo
 }
 
 // Await returns when the latch's count is 0: at once when it is 0 or was
-// never set, else when the CountDown that brings it to 0 wakes it. It
-// returns ctx's error, wrapped, when ctx is done first, Redis's when
-// reading the count fails, and ErrClosed after Close.
+// never set, else when the CountDown that brings it to 0 wakes it, even
+// when the latch was set again before this Await read it. It returns
+// ctx's error, wrapped, when ctx is done first, Redis's when reading the
+// count fails, and ErrClosed after Close.
 //
 // It subscribes to the latch's channel before it reads the count, so a
 // CountDown between the two cannot be missed, and then sleeps until a
 // message (or a subscription made again after a lost connection, which
-// may have lost one) makes it read the count again: it never polls.
+// may have lost one) makes it read the count again: it never polls. It
+// returns when the count is 0, or when the latch opened since the first
+// read (lua/latch_countdown.lua's 'opened'), which a reset right after
+// the CountDown leaves behind.
 func (d *CountDownLatch) Await(ctx context.Context) error {
 	l := d.latch()
 	if err := l.check(ctx); err != nil {
@@ -176,12 +189,17 @@ func (d *CountDownLatch) Await(ctx context.Context) error {
 		return l.wrap(err)
 	}
 	defer w.Done(true)
-	for {
-		n, err := d.Count(ctx)
+	var began string // 'opened' at the first read
+	for first := true; ; first = false {
+		n, opened, err := d.state(ctx)
 		switch {
 		case err != nil:
 			return err
 		case n <= 0:
+			return nil
+		case first:
+			began = opened
+		case opened != began:
 			return nil
 		}
 		select {
