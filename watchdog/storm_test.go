@@ -46,7 +46,6 @@ func TestAddRemoveStormThenClose(t *testing.T) {
 		removed atomic.Bool // Remove returned
 		deleted atomic.Bool // its key was deleted
 		lost    atomic.Int64
-		inCall  atomic.Int64
 	}
 	holder := func(tr *tracked) watchdog.Holder {
 		return funcs{
