@@ -290,7 +290,8 @@ func (c *channel) begin() (*attempt, bool) {
 // queue, and returns when a.ctx ends (the last waiter left, or Close), when
 // Redis ends the subscription (nil), or when it fails. rueidis resubscribes
 // on a new connection by itself after a connection loss unless retries are
-// disabled, so a loss usually shows as a second confirmation, not a return.
+// disabled, so a loss usually shows as a second confirmation, not a
+// return; confirm then stops the attempt, and run starts a new one.
 //
 // rueidis calls the message handler on this goroutine, but its connection
 // goroutine blocks once 16 messages wait for it, so the handler only takes
@@ -318,13 +319,23 @@ func (c *channel) receive(a *attempt) error {
 // confirm handles Redis's confirmation of a's subscription. It runs on
 // rueidis' connection goroutine, so it only takes the lock and signals.
 // Waiters that were ready already are all woken: the subscription was made
-// again, and a message published meanwhile was lost. The others become
-// ready, and their Subscribe returns.
+// again (by a new attempt), and a message published meanwhile was lost.
+// The others become ready, and their Subscribe returns. A second
+// confirmation of one attempt stops it instead (see below).
 func (c *channel) confirm(a *attempt) {
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
 	if c.current != a {
 		return // a stopped attempt: run is about to unsubscribe it
+	}
+	if a.confirmed {
+		// Made again after a lost connection, inside this Receive call,
+		// whose delay before the next such retry rueidis never resets
+		// (after some twenty losses, a second each time): a, stopped, is
+		// followed at once by a fresh attempt, whose confirmation wakes
+		// the waiters.
+		a.stop()
+		return
 	}
 	a.confirmed = true
 	for _, w := range c.waiters {

@@ -177,3 +177,29 @@ func TestWaiterAfterClose(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	})
 }
+
+// TestResubscribeDelayStaysShortAfterManyDrops: each drop of the
+// subscribing connection is made good, and the waiter woken, as fast after
+// the twentieth drop as after the first. (rueidis resubscribes inside one
+// Receive call, whose retry delay it never resets: after some twenty
+// drops, each later one left the channel unsubscribed for a second.)
+func TestResubscribeDelayStaysShortAfterManyDrops(t *testing.T) {
+	forEachMode(t, true, func(t *testing.T, e *env) {
+		ch := channelName(t, "unlock")
+		w := e.subscribe(t, ch)
+		var worst time.Duration
+		for i := range 24 {
+			ids := e.subscribedClients(t)
+			require.Len(t, ids, 1)
+			start := time.Now()
+			require.NoError(t, e.admin.Do(t.Context(), e.admin.B().ClientKill().Id(ids[0]).Build()).Error())
+			requireWoken(t, w, "drop %d", i)
+			took := time.Since(start)
+			worst = max(worst, took)
+			if i < 3 || i > 20 {
+				t.Logf("drop %d: woken after %v", i, took)
+			}
+		}
+		assert.Less(t, worst, 300*time.Millisecond, "the resubscription after a drop took %v", worst)
+	})
+}

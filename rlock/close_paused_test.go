@@ -43,16 +43,18 @@ func TestCloseWhileRedisPaused(t *testing.T) {
 		require.NoError(t, err)
 		contexts = append(contexts, lctx)
 	}
-	// Locks the other Client holds, that c's goroutines wait for.
-	_, err = other.Mutex(base + ":m").Lock(t.Context())
+	// Locks the other Client holds, that c's goroutines wait for: on fixed
+	// leases, so that no renewal or lapse of other's runs goroutines of
+	// rlock beside c's Close.
+	_, err = other.Mutex(base+":m").LockFor(t.Context(), time.Minute)
 	require.NoError(t, err)
-	_, err = other.FairMutex(base + ":f").Lock(t.Context())
+	_, err = other.FairMutex(base+":f").LockFor(t.Context(), time.Minute)
 	require.NoError(t, err)
-	_, err = other.RWMutex(base + ":rw").Lock(t.Context())
+	_, err = other.RWMutex(base+":rw").LockFor(t.Context(), time.Minute)
 	require.NoError(t, err)
 	_, err = other.Semaphore(base+":s").TrySetPermits(t.Context(), 1)
 	require.NoError(t, err)
-	_, err = other.Semaphore(base + ":s").Acquire(t.Context())
+	_, err = other.Semaphore(base+":s").AcquireFor(t.Context(), time.Minute)
 	require.NoError(t, err)
 
 	var wg sync.WaitGroup
