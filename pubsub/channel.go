@@ -76,7 +76,19 @@ type attempt struct {
 	ctx       context.Context
 	stop      context.CancelFunc // ends the Receive call
 	confirmed bool               // Redis confirmed the subscription at least once; guarded by s.mu
+	remade    int                // confirmations since the first: rueidis made it again; guarded by s.mu
 }
+
+// remakeLimit is how many times rueidis may make an attempt's
+// subscription again after lost connections before the attempt is
+// stopped and a fresh one started. rueidis retries inside one Receive
+// call after a delay of about 2^n µs for its n-th retry, and never resets
+// n: after some twenty losses, each later one would leave the channel
+// unsubscribed for a second. A fresh call starts n over; a restart costs
+// an UNSUBSCRIBE and a SUBSCRIBE, and a message published between them is
+// lost (the fresh confirmation wakes every waiter), hence not on every
+// loss.
+const remakeLimit = 8
 
 func newChannel(s *Subscriber, name string) *channel {
 	return &channel{s: s, name: name, done: make(chan struct{})}
@@ -291,7 +303,7 @@ func (c *channel) begin() (*attempt, bool) {
 // Redis ends the subscription (nil), or when it fails. rueidis resubscribes
 // on a new connection by itself after a connection loss unless retries are
 // disabled, so a loss usually shows as a second confirmation, not a
-// return; confirm then stops the attempt, and run starts a new one.
+// return (see remakeLimit).
 //
 // rueidis calls the message handler on this goroutine, but its connection
 // goroutine blocks once 16 messages wait for it, so the handler only takes
@@ -319,9 +331,10 @@ func (c *channel) receive(a *attempt) error {
 // confirm handles Redis's confirmation of a's subscription. It runs on
 // rueidis' connection goroutine, so it only takes the lock and signals.
 // Waiters that were ready already are all woken: the subscription was made
-// again (by a new attempt), and a message published meanwhile was lost.
-// The others become ready, and their Subscribe returns. A second
-// confirmation of one attempt stops it instead (see below).
+// again, and a message published meanwhile was lost.
+// The others become ready, and their Subscribe returns. The
+// remakeLimit-th confirmation after the first stops the attempt instead;
+// run starts a fresh one, whose confirmation wakes them.
 func (c *channel) confirm(a *attempt) {
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
@@ -329,13 +342,10 @@ func (c *channel) confirm(a *attempt) {
 		return // a stopped attempt: run is about to unsubscribe it
 	}
 	if a.confirmed {
-		// Made again after a lost connection, inside this Receive call,
-		// whose delay before the next such retry rueidis never resets
-		// (after some twenty losses, a second each time): a, stopped, is
-		// followed at once by a fresh attempt, whose confirmation wakes
-		// the waiters.
-		a.stop()
-		return
+		if a.remade++; a.remade >= remakeLimit {
+			a.stop()
+			return
+		}
 	}
 	a.confirmed = true
 	for _, w := range c.waiters {
