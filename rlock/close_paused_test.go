@@ -96,7 +96,7 @@ func TestCloseWhileRedisPaused(t *testing.T) {
 	start := time.Now()
 	require.NoError(t, c.Close())
 	took := time.Since(start)
-	left := rlockGoroutines(before...)
+	left := goroutinesLeft(before...)
 	require.NoError(t, node.Resume(t.Context()))
 	resumed = true
 	assert.Less(t, took, 3*time.Second, "Close with Redis paused took %v", took)
