@@ -15,8 +15,10 @@ import (
 )
 
 // settleTimeout bounds how long a Cluster or a Sentinel may take to form,
-// or to settle after a change, on a machine busy with other tests.
-const settleTimeout = time.Minute
+// or to settle after a change, on a machine busy with other tests (a
+// killed master restarted and made a replica again took more than a
+// minute once, beside two other test runs on 2 cores).
+const settleTimeout = 2 * time.Minute
 
 // replicationArgs are the redis-server arguments of the data nodes of a
 // Cluster or a Sentinel. A replica syncs at once, not after the 5 s a
