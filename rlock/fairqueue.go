@@ -120,9 +120,7 @@ func (q *place) ask(a *acquisition, lease time.Duration) (time.Duration, bool) {
 	}
 	q.p.asked = alarm.Now()
 	sent := time.Now()
-	a.lctx, a.g, a.err = q.l.attempt(a.octx, q.id, lease, true)
-	a.trace.attempt(q.l, a.g, a.err, true)
-	if a.err != nil || a.g.acquired {
+	if q.l.waiterAttempt(a, q.id, lease); a.err != nil || a.g.acquired {
 		return 0, false
 	}
 	q.asked = a.g.seq

@@ -74,9 +74,7 @@ func (l *lock) retryParked(a *acquisition, p *parked, deadline time.Time, lease 
 // p parks.
 func (l *lock) askParked(a *acquisition, p *parked, lease time.Duration) {
 	p.asked = alarm.Now()
-	a.lctx, a.g, a.err = l.attempt(a.octx, l.holdID(p.o), lease, true)
-	a.trace.attempt(l, a.g, a.err, true)
-	if a.err == nil && !a.g.acquired {
+	if l.waiterAttempt(a, l.holdID(p.o), lease); a.err == nil && !a.g.acquired {
 		l.c.lot.park(l, p)
 	}
 }

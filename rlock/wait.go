@@ -38,7 +38,7 @@ func (l *lock) waitOnChannel(a *acquisition, wait, lease time.Duration) {
 // called from here: see waitOnChannel.)
 func (l *lock) retry(a *acquisition, w *pubsub.Waiter, deadline time.Time, lease time.Duration) {
 	for {
-		if l.waiterAttempt(a, lease); a.err != nil || a.g.acquired {
+		if l.waiterAttempt(a, l.holdID(a.o), lease); a.err != nil || a.g.acquired {
 			return
 		}
 		pause, ok := capPause(deadline, nextCheck(a.g.pttl, l.c.cfg.lease))
@@ -54,9 +54,10 @@ func (l *lock) retry(a *acquisition, w *pubsub.Waiter, deadline time.Time, lease
 	}
 }
 
-// waiterAttempt is a waiter's attempt, its outcome recorded in a.
-func (l *lock) waiterAttempt(a *acquisition, lease time.Duration) {
-	a.lctx, a.g, a.err = l.attempt(a.octx, l.holdID(a.o), lease, true)
+// waiterAttempt is a waiter's attempt for id, its outcome recorded in a
+// and traced: every kind's wait makes its attempts through it.
+func (l *lock) waiterAttempt(a *acquisition, id holdID, lease time.Duration) {
+	a.lctx, a.g, a.err = l.attempt(a.octx, id, lease, true)
 	a.trace.attempt(l, a.g, a.err, true)
 }
 
