@@ -34,6 +34,17 @@ func goroutinesLeft(except ...string) []string {
 	}
 }
 
+// rlockGoroutineIDs returns the ids ("goroutine N") of the goroutines
+// rlockGoroutines returns now: those a test began beside.
+func rlockGoroutineIDs() []string {
+	var ids []string
+	for _, g := range rlockGoroutines() {
+		id, _, _ := strings.Cut(g, " [")
+		ids = append(ids, id)
+	}
+	return ids
+}
+
 // rlockGoroutines returns the stacks of goroutines running code of rlock's
 // packages (rlock, pubsub, watchdog, alarm) that are not test goroutines.
 func rlockGoroutines(except ...string) []string {
@@ -69,11 +80,7 @@ func TestCloseStormEveryKind(t *testing.T) {
 	rc := redistest.Shared(t).Client(t)
 	require.NoError(t, rc.Do(t.Context(), rc.B().Ping().Build()).Error())
 	inspector := sharedClient(t)
-	var before []string
-	for _, g := range rlockGoroutines() {
-		id, _, _ := strings.Cut(g, " [")
-		before = append(before, id)
-	}
+	before := rlockGoroutineIDs()
 	c, err := rlock.New(rc, rlock.WithLeaseTime(lease))
 	require.NoError(t, err)
 

@@ -28,11 +28,7 @@ func TestCloseWhileRedisPaused(t *testing.T) {
 	other := newRlock(t, node.Client(t), rlock.WithLeaseTime(lease))
 	rc := node.Client(t)
 	require.NoError(t, rc.Do(t.Context(), rc.B().Ping().Build()).Error())
-	var before []string
-	for _, g := range rlockGoroutines() {
-		id, _, _ := strings.Cut(g, " [")
-		before = append(before, id)
-	}
+	before := rlockGoroutineIDs()
 	c, err := rlock.New(rc, rlock.WithLeaseTime(lease))
 	require.NoError(t, err)
 	base := redistest.LockName(t)

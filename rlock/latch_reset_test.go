@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlock/rlock/internal/redistest"
+	"github.com/rlock/rlock/rlock"
 )
 
 // TestLatchAwaitReturnsThoughSetAgain: a latch reused as a barrier, round
@@ -26,21 +27,10 @@ func TestLatchAwaitReturnsThoughSetAgain(t *testing.T) {
 	waiter := newRlock(t, node.Client(t)).CountDownLatch(name)
 	const rounds = 10
 	for round := range rounds {
-		set, err := other.TrySetCount(t.Context(), 1)
-		require.NoError(t, err)
-		require.True(t, set)
-		done := make(chan error, 1)
-		go func() {
-			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-			defer cancel()
-			done <- waiter.Await(ctx)
-		}()
-		redistest.WaitSubscribers(t, node.Client(t), latchKeys(name).Channel, 1)
-		time.Sleep(20 * time.Millisecond) // the Await read 1 and sleeps
+		setOne(t, other)
+		done := awaitInBackground(t, node.Client(t), waiter)
 		require.NoError(t, other.CountDown(t.Context()))
-		set, err = other.TrySetCount(t.Context(), 1) // the next round, before the Await reads
-		require.NoError(t, err)
-		require.True(t, set)
+		setOne(t, other) // the next round, before the Await reads
 		require.NoError(t, receive(t, done, "the Await"), "round %d: an Await waiting when the count reached 0 returns", round)
 		require.NoError(t, other.CountDown(t.Context())) // back to 0 for the next round
 	}
@@ -55,23 +45,12 @@ func TestLatchAwaitReturnsThoughSetAgainBeforeItsRead(t *testing.T) {
 	slow := &slowReads{Client: node.Client(t), key: latchKeys(name).Hash, release: make(chan struct{})}
 	waiter := newRlock(t, slow).CountDownLatch(name)
 	other := newRlock(t, node.Client(t)).CountDownLatch(name)
-	set, err := other.TrySetCount(t.Context(), 1)
-	require.NoError(t, err)
-	require.True(t, set)
-	done := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-		defer cancel()
-		done <- waiter.Await(ctx)
-	}()
-	redistest.WaitSubscribers(t, node.Client(t), latchKeys(name).Channel, 1)
-	time.Sleep(50 * time.Millisecond) // the Await read 1 and sleeps
+	setOne(t, other)
+	done := awaitInBackground(t, node.Client(t), waiter)
 	slow.hold.Store(true)
 
 	require.NoError(t, other.CountDown(t.Context()), "the count reaches 0: every Await wakes")
-	set, err = other.TrySetCount(t.Context(), 1)
-	require.NoError(t, err)
-	require.True(t, set)
+	setOne(t, other)
 	close(slow.release)
 	assert.NoError(t, receive(t, done, "the Await"), "an Await waiting when the count reached 0 returns")
 }
@@ -90,4 +69,28 @@ func (s *slowReads) Do(ctx context.Context, cmd rueidis.Completed) rueidis.Redis
 		<-s.release
 	}
 	return s.Client.Do(ctx, cmd)
+}
+
+// setOne sets latch, at 0, to 1.
+func setOne(t *testing.T, latch *rlock.CountDownLatch) {
+	t.Helper()
+	set, err := latch.TrySetCount(t.Context(), 1)
+	require.NoError(t, err)
+	require.True(t, set)
+}
+
+// awaitInBackground starts waiter's Await, bounded by 5 s, and returns
+// once it sleeps (subscribed on rc's server, and past its first read),
+// with where its result will come.
+func awaitInBackground(t *testing.T, rc rueidis.Client, waiter *rlock.CountDownLatch) <-chan error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		done <- waiter.Await(ctx)
+	}()
+	redistest.WaitSubscribers(t, rc, latchKeys(waiter.Name()).Channel, 1)
+	time.Sleep(50 * time.Millisecond) // the Await read 1 and sleeps
+	return done
 }
