@@ -21,8 +21,10 @@
 -- KEYS[4] waiting Clients    P{N}:queue (see waiting.lua)
 -- ARGV[9] the watchdog's lease in ms: how long a waiting Client's mark
 --         outlives the holder's lease
--- KEYS[5], ARGV[8] and ARGV[10], which every kind is sent (lua/doc.go),
--- are the fair lock's: not read here.
+-- ARGV[10] '1' when the watchdog renews the hold, '0' for a fixed lease
+--         (F#fix: hold.lua)
+-- KEYS[5] and ARGV[8], which every kind is sent (lua/doc.go), are the
+-- fair lock's: not read here.
 --
 -- Reply: {GRANTED, count, token}  acquired (count 1) or re-entered
 --        {REFUSED, pttl}         another owner holds it (pttl -1: no expiry)
@@ -79,7 +81,7 @@ if found == 4 then
     return takeMarked()
 end
 
-local held = redis.pcall('hmget', hash, owner, seqField, 'waiters')
+local held = redis.pcall('hmget', hash, owner, seqField, 'waiters', owner .. '#fix')
 local f = false -- no fences: the owner's entry is absent
 if found % 4 >= 2 then
     f = redis.pcall('hget', fences, owner)
@@ -90,7 +92,7 @@ end
 if held[1] then
     -- A waiter whose owner took the lock meanwhile re-enters: its Client
     -- holds the lock, and leaves the record as a waiter's that takes it.
-    local granted = reenter(held)
+    local granted = reenter(held, held[4])
     if ARGV[7] == '1' and granted[1] == GRANTED then
         forgetWaiting(KEYS[4], owner)
     end

@@ -171,6 +171,7 @@
 // Mutex (acquire.lua, release.lua) and FairMutex (fair_*.lua):
 //
 //	P{N'}          hash    F -> hold count; F#seq -> the seq of F's latest call that applied;
+//	                       F#fix -> 1 while F's lease is fixed, which no renewal lengthens;
 //	                       waiters -> 1 while someone may wait, so that the release publishes.
 //	                       The key's expiry is the lease. One owner at a time.
 //	P{N'}:unlock   channel 'unlocked' from the release that frees a lock someone waits for,
@@ -213,6 +214,7 @@
 //
 //	B:r -> read count, B:r#seq, B:r#exp     a read hold, with its own lease's end
 //	B:w -> write count, B:w#seq, B:w#exp    the write hold
+//	B:r#fix, B:w#fix -> 1                   a hold's lease is fixed, as a Mutex's F#fix
 //	B:w#wait, B:r#wait -> ms                a writer, a reader, waiting until then
 //	B:r#admit -> ms                         a reader a write release admitted ahead of
 //	                                        the waiting writers
@@ -231,8 +233,9 @@
 //
 // Semaphore (semaphore_*.lua, holders.lua), on the base P{N'}:semaphore:
 //
-//	P{N'}:semaphore          hash    F -> permits F holds, F#seq, F#exp -> F's own lease's end;
-//	                                 waiters -> 1. It expires with its last holder.
+//	P{N'}:semaphore          hash    F -> permits F holds, F#seq, F#exp -> F's own lease's end,
+//	                                 F#fix as a Mutex's; waiters -> 1. It expires with its
+//	                                 last holder.
 //	P{N'}:semaphore:permits  string  the number of permits, persistent
 //	P{N'}:semaphore:unlock   channel 'unlocked' for one permit back, 'all' for more, and
 //	                                 'all' when permits are set or added

@@ -17,7 +17,8 @@
 -- ARGV[8] publish command   'publish', or 'spublish' on a Cluster
 -- ARGV[9] an entry's own lease in ms: the watchdog's, which renews it
 -- ARGV[10] '1' when ARGV[4] is the watchdog's lease: a lock handed over
---         lasts what is left of the entry's own lease; else ARGV[4]
+--         lasts what is left of the entry's own lease; else ARGV[4], and
+--         the hold is marked fixed (F#fix: hold.lua)
 --
 -- A free lock goes to the caller only when nobody lives in the queue ahead
 -- of it. Otherwise it goes to the waiter longest in the queue, handed over
@@ -40,7 +41,7 @@ if found == 0 then
     return take(false)
 end
 
-local held = redis.pcall('hmget', hash, owner, seqField)
+local held = redis.pcall('hmget', hash, owner, seqField, owner .. '#fix')
 local entry = redis.pcall('hmget', queue, owner .. '#seq', owner .. '#exp')
 local f = false -- no fences: the owner's entry is absent
 if found % 4 >= 2 then
@@ -50,7 +51,7 @@ if held.err or entry.err or type(f) == 'table' then
     return redis.error_reply('WRONGTYPE lock key ' .. hash .. ', ' .. fences .. ' or ' .. queue .. ' is not a hash')
 end
 if held[1] then
-    return reenter(held)
+    return reenter(held, held[3])
 end
 if tonumber(f or '0') >= seq or tonumber(entry[1] or '0') >= seq then
     return {STALE, 0}

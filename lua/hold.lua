@@ -8,6 +8,20 @@
 -- release.lua's).
 --
 -- held is the owner's HMGET of ARGV[1] and ARGV[1]#seq on KEYS[1].
+--
+-- F#fix marks a hold whose lease is fixed (ARGV[10] '0'): renew.lua
+-- refuses it. The watchdog's renewals of an earlier hold of F may still be
+-- on their way (a reply lost, Redis paused) when F takes the lock again
+-- for a fixed lease; without the mark a late one would stretch that lease
+-- to the watchdog's. A re-entry that the watchdog renews removes it.
+
+-- markFixed writes F#fix on hash for owner when the grant's lease is
+-- fixed (renewed false).
+local function markFixed(hash, owner, renewed)
+    if not renewed then
+        redis.call('hset', hash, owner .. '#fix', 1)
+    end
+end
 
 -- take gives the free lock to the owner: count 1, a new fencing token,
 -- the lease ARGV[4] ms: {GRANTED, 1, token}. waiting marks the lock so that its release wakes
@@ -23,6 +37,7 @@ local function take(waiting)
     else
         redis.call('hset', hash, owner, 1, owner .. '#seq', ARGV[2])
     end
+    markFixed(hash, owner, ARGV[10] == '1')
     redis.call('pexpire', hash, ARGV[4])
     fence(KEYS[3], owner, tonumber(ARGV[5]), ARGV[6])
     return {GRANTED, 1, token}
@@ -30,14 +45,19 @@ end
 
 -- reenter answers an acquire of an owner that holds the lock: STALE when
 -- a later call of the owner applied already, else GRANTED, its count set
--- to ARGV[3] and the lease lengthened to ARGV[4] ms (never shortened).
-local function reenter(held)
+-- to ARGV[3] and the lease lengthened to ARGV[4] ms (never shortened); a
+-- re-entry the watchdog renews unmarks a fixed hold (fixed: F#fix was
+-- read as set).
+local function reenter(held, fixed)
     if tonumber(held[2]) >= tonumber(ARGV[2]) then
         return {STALE, 0}
     end
     local hash = KEYS[1]
     local token = tonumber(redis.call('get', KEYS[2]) or '0')
     redis.call('hset', hash, ARGV[1], ARGV[3], ARGV[1] .. '#seq', ARGV[2])
+    if fixed and ARGV[10] == '1' then
+        redis.call('hdel', hash, ARGV[1] .. '#fix')
+    end
     lengthen(hash, ARGV[4])
     fence(KEYS[3], ARGV[1], tonumber(ARGV[5]), ARGV[6])
     return {GRANTED, tonumber(ARGV[3]), token}

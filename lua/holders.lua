@@ -3,7 +3,8 @@
 -- A semaphore's holders hash keeps, for each holder F (an owner field):
 -- F -> permits it holds, F#seq -> the seq of its latest call that applied
 -- (see acquire.lua), and F#exp -> the Redis time in ms at which its own
--- lease ends (see renew.lua); and 'waiters' while someone may wait. A
+-- lease ends (see renew.lua), and F#fix while that lease is fixed (see
+-- hold.lua); and 'waiters' while someone may wait. A
 -- holder whose F#exp has passed holds nothing: its process died or lost
 -- it, and its permits are free again.
 
@@ -19,7 +20,7 @@ local function holders(hash, now, drop)
         fields[f] = all[i + 1]
         if tail == '#exp' then
             ends[string.sub(f, 1, -5)] = tonumber(all[i + 1])
-        elseif tail ~= '#seq' and f ~= 'waiters' then
+        elseif tail ~= '#seq' and tail ~= '#fix' and f ~= 'waiters' then
             count[f] = tonumber(all[i + 1])
         end
     end
@@ -33,9 +34,9 @@ local function holders(hash, now, drop)
             end
         else
             expired = expired + n
-            fields[f], fields[f .. '#seq'], fields[f .. '#exp'] = nil, nil, nil
+            fields[f], fields[f .. '#seq'], fields[f .. '#exp'], fields[f .. '#fix'] = nil, nil, nil, nil
             if drop then
-                redis.call('hdel', hash, f, f .. '#seq', f .. '#exp')
+                redis.call('hdel', hash, f, f .. '#seq', f .. '#exp', f .. '#fix')
             end
         end
     end

@@ -1,4 +1,5 @@
 --@include client.lua
+--@include hold.lua
 --@include token.lua
 -- queue: the helpers of a fair lock's scripts (fair_acquire.lua and
 -- fair_release.lua).
@@ -104,7 +105,8 @@ end
 
 -- giveTo makes waiter w, the head of queue, the owner of the free lock
 -- hash: count 1, the next fencing token of counter, w's seq on the lock
--- wseq, the lease ms (renewed: by the watchdog); and takes w out of
+-- wseq, the lease ms (renewed: by the watchdog, else marked fixed, as
+-- hold.lua's take marks a hold); and takes w out of
 -- queue. The waiter after it (after, w's #next), if any, is told
 -- '@<after> next <ms>' on channel (pub: 'publish' or 'spublish'): if w
 -- died, or its fixed lease runs out, the lock expires then, and that
@@ -118,6 +120,7 @@ local function giveTo(hash, counter, queue, channel, pub, w, after, wseq, ms, re
         return nil, err
     end
     redis.call('hset', hash, w, 1, w .. '#seq', wseq)
+    markFixed(hash, w, renewed)
     redis.call('pexpire', hash, ms)
     popHead(queue, w, after)
     if after and not (renewed and clientOf(after) == clientOf(w)) then

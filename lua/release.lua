@@ -31,6 +31,8 @@
 -- ARGV[9] G's seq           a number reserved for the hand-over before the
 --                           request's first call: above G's calls before
 -- ARGV[10] G's lease in ms
+-- ARGV[11] '1' when the watchdog renews G's lease, '0' when it is fixed
+--          (F#fix: hold.lua)
 -- KEYS[4] fencing counter   P{N}:token, for G's token
 --
 -- A release to 0 that names G hands the lock to G in the same call rather
@@ -83,6 +85,7 @@ local function handOver(recorded, passed)
         return nil
     end
     redis.call('hset', hash, heir, 1, heir .. '#seq', ARGV[9], 'waiters', passed)
+    markFixed(hash, heir, ARGV[11] ~= '0')
     redis.call('pexpire', hash, ARGV[10])
     if recorded then
         forgetWaiting(KEYS[5], heir)

@@ -9,7 +9,10 @@
 --
 -- Reply (numbers, not codes): an array with one entry per key: 1 if the owner still holds it
 -- (its lease now ends no sooner than lease ms from now), 0 if the lock is
--- gone, held by someone else, or the key is not a lock hash any more.
+-- gone, held by someone else, or the key is not a lock hash any more; and
+-- 0 for a hold of a fixed lease (F#fix, see hold.lua): a renewal sent for
+-- an earlier hold of the same owner, which the watchdog renewed, that
+-- reaches Redis late must not stretch a later hold's fixed lease.
 --
 -- A hold that has a lease of its own beside the key's (a reader among
 -- readers, one permit holder among several) keeps it in the field
@@ -43,8 +46,8 @@ for i = 1, #KEYS do
     out[i] = 0
     -- pcall: a key that is no longer a hash (someone overwrote the lock)
     -- answers WRONGTYPE, which means lost for that hold, not a failed batch.
-    local held = redis.pcall('hmget', hash, field, field .. '#exp')
-    if type(held) == 'table' and held[1] and (not held[2] or renewOwn(hash, field .. '#exp', tonumber(held[2]))) then
+    local held = redis.pcall('hmget', hash, field, field .. '#exp', field .. '#fix')
+    if type(held) == 'table' and held[1] and not held[3] and (not held[2] or renewOwn(hash, field .. '#exp', tonumber(held[2]))) then
         lengthen(hash, lease)
         out[i] = 1
     end

@@ -2,12 +2,15 @@
 --@include lease.lua
 --@include fence.lua
 --@include token.lua
+--@include hold.lua
 -- rw: the helpers the read-write lock's scripts share.
 --
 -- A read-write lock is one hash. Every hold in it, read or write, has a
 -- lease of its own (see renew.lua): for owner base B (<clientID>:<owner>),
 --   B:r -> read count,  B:r#seq, B:r#exp     a read hold
 --   B:w -> write count, B:w#seq, B:w#exp     the write hold
+--   B:r#fix, B:w#fix -> 1                    a hold's lease is fixed:
+--                                            no renewal lengthens it (hold.lua)
 --   B:w#wait -> ms                           a writer waiting, until then
 --   B:r#wait -> ms                           a reader waiting, until then
 --   B:r#admit -> ms                          a reader a write release let
@@ -33,7 +36,7 @@ end
 -- dropHold deletes the hold of field from hash, and counts a read hold out
 -- of 'nr' (see prune).
 local function dropHold(hash, field)
-    redis.call('hdel', hash, field, field .. '#seq', field .. '#exp')
+    redis.call('hdel', hash, field, field .. '#seq', field .. '#exp', field .. '#fix')
     if string.sub(field, -2) == ':r' then
         redis.call('hincrby', hash, 'nr', -1)
     end
@@ -65,7 +68,7 @@ local function prune(hash, now)
         if (hold or mark or admit) and ends <= now then
             dead[#dead + 1] = f
             if hold then
-                dead[#dead + 1], dead[#dead + 2] = hold, hold .. '#seq'
+                dead[#dead + 1], dead[#dead + 2], dead[#dead + 3] = hold, hold .. '#seq', hold .. '#fix'
             end
         elseif hold then
             if string.sub(hold, -2) == ':w' then
@@ -143,12 +146,13 @@ end
 -- acquire.lua's.
 
 -- grantNew gives the owner ARGV[1] a fresh hold, count 1, with its own
--- lease from now, and writes the field-value pairs given; token is the
--- hold's.
+-- lease from now (marked when fixed: ARGV[10] '0'), and writes the
+-- field-value pairs given; token is the hold's.
 local function grantNew(now, token, ...)
     local hash, owner, lease = KEYS[1], ARGV[1], tonumber(ARGV[4])
     redis.call('hset', hash, owner, 1, owner .. '#seq', ARGV[2], owner .. '#exp', now + lease, 'mode', 'rw', ...)
     redis.call('hdel', hash, owner .. '#wait', owner .. '#admit')
+    markFixed(hash, owner, ARGV[10] == '1')
     if ARGV[7] == '1' then
         redis.call('hset', hash, 'waiters', 1)
     end
@@ -162,7 +166,8 @@ end
 -- a live hold, or a refusal on a hash that is another kind of lock (a
 -- Mutex of the same name: its holder is unknown). Otherwise it drops the
 -- owner's own hold if its lease ended and returns nil and held: the
--- owner's field, #seq, #exp, 'mode', then the fields named.
+-- owner's field, #seq, #exp, 'mode', #fix, then the fields named. A
+-- re-entry the watchdog renews unmarks a fixed hold.
 local function acquiring(now, grant, ...)
     local hash, fences, owner, seq = KEYS[1], KEYS[3], ARGV[1], tonumber(ARGV[2])
     local lease = tonumber(ARGV[4])
@@ -173,7 +178,7 @@ local function acquiring(now, grant, ...)
     if (htype ~= 'hash' and htype ~= 'none') or (ftype ~= 'hash' and ftype ~= 'none') then
         return redis.error_reply('WRONGTYPE lock key ' .. hash .. ' or ' .. fences .. ' is not a hash')
     end
-    local held = redis.call('hmget', hash, owner, owner .. '#seq', owner .. '#exp', 'mode', ...)
+    local held = redis.call('hmget', hash, owner, owner .. '#seq', owner .. '#exp', 'mode', owner .. '#fix', ...)
     if held[1] and tonumber(held[2]) >= seq then
         return {STALE, 0}
     end
@@ -183,6 +188,9 @@ local function acquiring(now, grant, ...)
             return err
         end
         redis.call('hset', hash, owner, ARGV[3], owner .. '#seq', seq)
+        if held[5] and ARGV[10] == '1' then
+            redis.call('hdel', hash, owner .. '#fix')
+        end
         if tonumber(held[3]) < now + lease then
             redis.call('hset', hash, owner .. '#exp', now + lease)
         end

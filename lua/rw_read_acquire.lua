@@ -48,18 +48,18 @@ local function refuse(pttl)
     return {REFUSED, pttl}
 end
 
-local writer = held[5]
+local writer = held[6]
 if writer then
     local ends = tonumber(redis.call('hget', hash, writer .. '#exp') or '0')
     if ends <= now then
-        redis.call('hdel', hash, writer, writer .. '#seq', writer .. '#exp', 'w')
+        redis.call('hdel', hash, writer, writer .. '#seq', writer .. '#exp', writer .. '#fix', 'w')
         writer = nil
     elseif writer ~= writeField then
         return refuse(ends - now)
     end
 end
-local admitted = held[7] and tonumber(held[7]) > now
-if not writer and not admitted and held[6] and tonumber(held[6]) > now then
-    return refuse(tonumber(held[6]) - now)
+local admitted = held[8] and tonumber(held[8]) > now
+if not writer and not admitted and held[7] and tonumber(held[7]) > now then
+    return refuse(tonumber(held[7]) - now)
 end
 return take()

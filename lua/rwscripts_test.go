@@ -42,7 +42,7 @@ func (c rwCall) acquire(t testing.TB, rc rueidis.Client, k keys.Keys) []int64 {
 	}
 	reply, err := script.Exec(t.Context(), rc, []string{k.Hash, k.Token, k.Fence}, []string{
 		c.field(), strconv.Itoa(c.seq), strconv.Itoa(c.count), strconv.Itoa(lease),
-		strconv.Itoa(c.superseded), fenceLife, waiting,
+		strconv.Itoa(c.superseded), fenceLife, waiting, "publish", "30000", flag(c.lease == 0),
 	}).AsIntSlice()
 	require.NoError(t, err)
 	return reply

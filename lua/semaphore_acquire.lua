@@ -3,6 +3,7 @@
 --@include lease.lua
 --@include fence.lua
 --@include holders.lua
+--@include hold.lua
 -- semaphore_acquire: take one more permit of a semaphore for one owner,
 -- exactly once. It takes acquire.lua's KEYS, ARGV and replies, so rlock's
 -- request engine (sequence numbers, fences, settling, renewal) serves
@@ -21,8 +22,11 @@
 -- ARGV[7] '1' when the caller waits on the channel, else '0'
 -- KEYS[5] channel           P{N}:semaphore:unlock
 -- ARGV[8] publish command   'publish', or 'spublish' on a Cluster
--- KEYS[4], ARGV[9] and ARGV[10], which every kind is sent (lua/doc.go),
--- are not read here.
+-- ARGV[10] '1' when the watchdog renews F's lease, '0' for a fixed one:
+--         F's first permit marks a fixed lease, and a grant the watchdog
+--         renews unmarks it (F#fix: hold.lua)
+-- KEYS[4] and ARGV[9], which every kind is sent (lua/doc.go), are not
+-- read here.
 --
 -- Reply: {GRANTED, count, 0}  F holds count permits (no fencing token)
 --        {REFUSED, pttl}      no permit free: pttl is the time until the
@@ -90,6 +94,11 @@ if held[3] and tonumber(held[3]) > ends then
     ends = tonumber(held[3])
 end
 redis.call('hset', hash, owner, count, seqField, seq, expField, ends)
+if not held[1] then
+    markFixed(hash, owner, ARGV[10] == '1')
+elseif fields[owner .. '#fix'] and ARGV[10] == '1' then
+    redis.call('hdel', hash, owner .. '#fix')
+end
 if ARGV[7] == '1' then
     redis.call('hset', hash, 'waiters', 1)
 end

@@ -53,7 +53,7 @@ if held[1] then
         redis.call('hset', hash, owner, left, seqField, seq)
         reply = {STILL_HELD, left}
     else
-        redis.call('hdel', hash, owner, seqField, owner .. '#exp')
+        redis.call('hdel', hash, owner, seqField, owner .. '#exp', owner .. '#fix')
         reply = {FREED, 0}
     end
 end

@@ -244,12 +244,13 @@ func (l *lock) acquireCall(field string, count int, lease time.Duration, waiting
 
 // acquireCallIn is acquireCall in b, which must outlive the call's request.
 // ARGV[10] says the lease is renewed: a fixed lease as long as the
-// watchdog's is not (a fair lock hands it over for what it says).
+// watchdog's is not (a fair lock hands it over for what it says), and
+// Redis marks a fixed one so that no renewal lengthens it (lua/hold.lua).
 func (l *lock) acquireCallIn(b *callBuf, field string, count int, lease time.Duration, waiting bool) scriptCall {
 	k := l.keys.Value()
 	b.keys = [5]string{k.Hash, k.Token, k.Fence, k.Queue, k.Channel}
-	b.args = [10]string{field, "", strconv.Itoa(count), l.c.millis(l.c.leaseOr(lease)), "", l.c.fenceMs, flag(waiting), l.c.publish, l.c.leaseMs, flag(lease == 0)}
-	return scriptCall{keys: b.keys[:], args: b.args[:]}
+	b.args = [11]string{field, "", strconv.Itoa(count), l.c.millis(l.c.leaseOr(lease)), "", l.c.fenceMs, flag(waiting), l.c.publish, l.c.leaseMs, flag(lease == 0)}
+	return scriptCall{keys: b.keys[:], args: b.args[:10]}
 }
 
 // parseGrant reads the acquire script's reply: {Granted, count, token},

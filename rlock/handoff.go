@@ -85,8 +85,9 @@ func (l *lock) releaseTo(ctx context.Context, t *turn, heir *parked, ht *turn) (
 	defer freeCall(buf)
 	call := l.releaseCallIn(buf, t.id.field, 0, false)
 	heirSeq := l.c.seq.Add(1)
-	buf.args[6], buf.args[7], buf.args[8], buf.args[9] = "0", ht.id.field, strconv.FormatUint(heirSeq, 10), l.c.millis(l.c.leaseOr(heir.lease))
-	call.args = buf.args[:10]
+	buf.args[6], buf.args[7], buf.args[8] = "0", ht.id.field, strconv.FormatUint(heirSeq, 10)
+	buf.args[9], buf.args[10] = l.c.millis(l.c.leaseOr(heir.lease)), flag(heir.lease == 0)
+	call.args = buf.args[:11]
 	prior := t.unsettled
 	var into [2]int64
 	reply, _, sent, err := l.c.exchangeInto(into[:0], ctx, t, l.kind.release, call, false)

@@ -299,7 +299,8 @@ func (c *Client) lockState(kind Kind, now int64, m rueidis.RedisMessage) (LockSt
 // is a field F with a count beside F#seq (the request protocol's, which
 // every primitive on the engine keeps) or F#exp (an own lease, in Redis
 // ms, which ends now-ms from now; a hold whose own lease ended is dead and
-// left out); those two belong to it, every other field is a mark.
+// left out); those two and F#fix (its lease is fixed: lua/hold.lua) belong
+// to it, every other field is a mark.
 func (c *Client) holders(fields map[string]string, now int64) ([]Holder, map[string]string) {
 	var holders []Holder
 	hold := map[string]bool{} // every hold's field, live or dead
@@ -324,7 +325,7 @@ func (c *Client) holders(fields map[string]string, now int64) ([]Holder, map[str
 	slices.SortFunc(holders, func(a, b Holder) int { return strings.Compare(a.Field, b.Field) })
 	var marks map[string]string
 	for f, v := range fields {
-		if i := strings.LastIndexByte(f, '#'); hold[f] || i >= 0 && hold[f[:i]] && (f[i:] == "#seq" || f[i:] == "#exp") {
+		if i := strings.LastIndexByte(f, '#'); hold[f] || i >= 0 && hold[f[:i]] && (f[i:] == "#seq" || f[i:] == "#exp" || f[i:] == "#fix") {
 			continue
 		}
 		if marks == nil {

@@ -45,7 +45,7 @@ type scriptCall struct {
 // slices for its calls.
 type callBuf struct {
 	keys [5]string
-	args [10]string
+	args [11]string
 }
 
 var callBufs = sync.Pool{New: func() any { return new(callBuf) }}
