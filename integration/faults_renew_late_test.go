@@ -70,39 +70,24 @@ func TestFaultLateRenewalLeavesFixedLease(t *testing.T) {
 	raw := node.Client(t)
 	const watchdogLease, fixedLease = 3 * time.Second, 700 * time.Millisecond
 	kinds := []struct {
-		name string
-		keys func(string) keys.Keys
-		lock func(c *rlock.Client, n string, owner context.Context, lease time.Duration) (context.Context, error)
-		give func(c *rlock.Client, n string, ctx context.Context) error
+		name  string
+		keys  func(string) keys.Keys
+		verbs func(c *rlock.Client, n string) leaseVerbs
 	}{
-		{"Mutex", lockKeys,
-			func(c *rlock.Client, n string, owner context.Context, lease time.Duration) (context.Context, error) {
-				return leased(c.Mutex(n).Lock, c.Mutex(n).LockFor, owner, lease)
-			},
-			func(c *rlock.Client, n string, ctx context.Context) error { return c.Mutex(n).Unlock(ctx) }},
-		{"FairMutex", fairKeys,
-			func(c *rlock.Client, n string, owner context.Context, lease time.Duration) (context.Context, error) {
-				return leased(c.FairMutex(n).Lock, c.FairMutex(n).LockFor, owner, lease)
-			},
-			func(c *rlock.Client, n string, ctx context.Context) error { return c.FairMutex(n).Unlock(ctx) }},
-		{"RWMutex.RLock", rwKeys,
-			func(c *rlock.Client, n string, owner context.Context, lease time.Duration) (context.Context, error) {
-				return leased(c.RWMutex(n).RLock, c.RWMutex(n).RLockFor, owner, lease)
-			},
-			func(c *rlock.Client, n string, ctx context.Context) error { return c.RWMutex(n).RUnlock(ctx) }},
-		{"RWMutex.Lock", rwKeys,
-			func(c *rlock.Client, n string, owner context.Context, lease time.Duration) (context.Context, error) {
-				return leased(c.RWMutex(n).Lock, c.RWMutex(n).LockFor, owner, lease)
-			},
-			func(c *rlock.Client, n string, ctx context.Context) error { return c.RWMutex(n).Unlock(ctx) }},
+		{"Mutex", lockKeys, func(c *rlock.Client, n string) leaseVerbs { return exclusive(c.Mutex(n)) }},
+		{"FairMutex", fairKeys, func(c *rlock.Client, n string) leaseVerbs { return exclusive(c.FairMutex(n)) }},
+		{"RWMutex.Lock", rwKeys, func(c *rlock.Client, n string) leaseVerbs { return exclusive(c.RWMutex(n)) }},
+		{"RWMutex.RLock", rwKeys, func(c *rlock.Client, n string) leaseVerbs {
+			m := c.RWMutex(n)
+			return leaseVerbs{m.RLock, m.RLockFor, m.RUnlock}
+		}},
 		{"Semaphore", func(n string) keys.Keys { return keys.NewSemaphore(rlock.DefaultKeyPrefix, n) },
-			func(c *rlock.Client, n string, owner context.Context, lease time.Duration) (context.Context, error) {
-				if _, err := c.Semaphore(n).TrySetPermits(owner, 2); err != nil {
-					return nil, err
-				}
-				return leased(c.Semaphore(n).Acquire, c.Semaphore(n).AcquireFor, owner, lease)
-			},
-			func(c *rlock.Client, n string, ctx context.Context) error { return c.Semaphore(n).Release(ctx) }},
+			func(c *rlock.Client, n string) leaseVerbs {
+				s := c.Semaphore(n)
+				_, err := s.TrySetPermits(context.Background(), 2)
+				require.NoError(t, err)
+				return leaseVerbs{s.Acquire, s.AcquireFor, s.Release}
+			}},
 	}
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
@@ -118,7 +103,8 @@ func TestFaultLateRenewalLeavesFixedLease(t *testing.T) {
 			require.NoError(t, err)
 			defer func() { assert.NoError(t, other.Unlock(owner)) }()
 
-			ctx, err := k.lock(c, name, owner, 0)
+			v := k.verbs(c, name)
+			ctx, err := v.take(owner)
 			require.NoError(t, err)
 			var renewal []string
 			select {
@@ -126,9 +112,9 @@ func TestFaultLateRenewalLeavesFixedLease(t *testing.T) {
 			case <-time.After(watchdogLease):
 				t.Fatal("no renewal within a lease")
 			}
-			require.NoError(t, k.give(c, name, ctx))
+			require.NoError(t, v.give(ctx))
 
-			again, err := k.lock(c, name, owner, fixedLease)
+			again, err := v.takeFor(owner, fixedLease)
 			require.NoError(t, err)
 			res := raw.Do(t.Context(), raw.B().Arbitrary(renewal...).Build())
 			reply, err := res.AsIntSlice()
@@ -151,11 +137,19 @@ func TestFaultLateRenewalLeavesFixedLease(t *testing.T) {
 	}
 }
 
-// leased takes a lock for owner (a context that carries one) with the
-// watchdog's lease (take) for lease 0, else for lease (takeFor).
-func leased(take func(context.Context) (context.Context, error), takeFor func(context.Context, time.Duration) (context.Context, error), owner context.Context, lease time.Duration) (context.Context, error) {
-	if lease == 0 {
-		return take(owner)
-	}
-	return takeFor(owner, lease)
+// leaseVerbs are a kind's verbs: take with the watchdog's lease, take
+// for a fixed lease, and give back.
+type leaseVerbs struct {
+	take    func(context.Context) (context.Context, error)
+	takeFor func(context.Context, time.Duration) (context.Context, error)
+	give    func(context.Context) error
+}
+
+// exclusive is the leaseVerbs of an exclusive lock.
+func exclusive(m interface {
+	Lock(context.Context) (context.Context, error)
+	LockFor(context.Context, time.Duration) (context.Context, error)
+	Unlock(context.Context) error
+}) leaseVerbs {
+	return leaseVerbs{m.Lock, m.LockFor, m.Unlock}
 }
