@@ -47,6 +47,13 @@ func TestRenewLeavesFixedLease(t *testing.T) {
 		assert.Equal(t, int64(1), renewOne(t, rc, k.Hash, "a"), "a re-entry the watchdog renews")
 		require.Equal(t, lua.Granted, lua.Code(call{owner: "a", seq: 6, count: 4, lease: 1000}.acquire(t, rc, k)[0]))
 		assert.Equal(t, int64(1), renewOne(t, rc, k.Hash, "a"), "a fixed re-entry of a renewed hold stays renewed")
+
+		// The Client's hold ended while Redis kept it (its renewals lost):
+		// a new hold of the owner sends count 1, and re-enters in Redis.
+		require.Equal(t, reply(lua.Granted, 1, 0)[:2], call{owner: "a", seq: 7, count: 1, lease: 1000}.acquire(t, rc, k)[:2])
+		assert.Zero(t, renewOne(t, rc, k.Hash, "a"), "a new fixed hold over the old one: the old one's renewals are late")
+		require.Equal(t, reply(lua.Granted, 1, 0)[:2], call{owner: "a", seq: 8, count: 1}.acquire(t, rc, k)[:2])
+		assert.Equal(t, int64(1), renewOne(t, rc, k.Hash, "a"), "a new renewed hold over it")
 	})
 
 	t.Run("MutexHandOver", func(t *testing.T) {

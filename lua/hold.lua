@@ -23,6 +23,22 @@ local function markFixed(hash, owner, renewed)
     end
 end
 
+-- remark sets F#fix on hash for a grant to owner that found it holding
+-- (fixed: F#fix was read as set), with count the count sent. A count of 1
+-- is a new hold of the owner's Client over one Redis still has (the
+-- Client's earlier hold ended: renewals sent for it may still come), and
+-- is marked as take marks one. A re-entry of a live hold that the
+-- watchdog renews unmarks it; a fixed one leaves the mark as it is, as
+-- the Client leaves the hold renewed or not.
+local function remark(hash, owner, fixed, count)
+    local renewed = ARGV[10] == '1'
+    if renewed and fixed then
+        redis.call('hdel', hash, owner .. '#fix')
+    elseif not renewed and not fixed and count == '1' then
+        redis.call('hset', hash, owner .. '#fix', 1)
+    end
+end
+
 -- take gives the free lock to the owner: count 1, a new fencing token,
 -- the lease ARGV[4] ms: {GRANTED, 1, token}. waiting marks the lock so that its release wakes
 -- the waiters behind this one (see acquire.lua).
@@ -45,9 +61,8 @@ end
 
 -- reenter answers an acquire of an owner that holds the lock: STALE when
 -- a later call of the owner applied already, else GRANTED, its count set
--- to ARGV[3] and the lease lengthened to ARGV[4] ms (never shortened); a
--- re-entry the watchdog renews unmarks a fixed hold (fixed: F#fix was
--- read as set).
+-- to ARGV[3] and the lease lengthened to ARGV[4] ms (never shortened),
+-- and the hold marked anew (remark; fixed: F#fix was read as set).
 local function reenter(held, fixed)
     if tonumber(held[2]) >= tonumber(ARGV[2]) then
         return {STALE, 0}
@@ -55,9 +70,7 @@ local function reenter(held, fixed)
     local hash = KEYS[1]
     local token = tonumber(redis.call('get', KEYS[2]) or '0')
     redis.call('hset', hash, ARGV[1], ARGV[3], ARGV[1] .. '#seq', ARGV[2])
-    if fixed and ARGV[10] == '1' then
-        redis.call('hdel', hash, ARGV[1] .. '#fix')
-    end
+    remark(hash, ARGV[1], fixed, ARGV[3])
     lengthen(hash, ARGV[4])
     fence(KEYS[3], ARGV[1], tonumber(ARGV[5]), ARGV[6])
     return {GRANTED, tonumber(ARGV[3]), token}

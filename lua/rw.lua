@@ -167,7 +167,7 @@ end
 -- Mutex of the same name: its holder is unknown). Otherwise it drops the
 -- owner's own hold if its lease ended and returns nil and held: the
 -- owner's field, #seq, #exp, 'mode', #fix, then the fields named. A
--- re-entry the watchdog renews unmarks a fixed hold.
+-- re-entry marks the hold anew (hold.lua's remark).
 local function acquiring(now, grant, ...)
     local hash, fences, owner, seq = KEYS[1], KEYS[3], ARGV[1], tonumber(ARGV[2])
     local lease = tonumber(ARGV[4])
@@ -188,9 +188,7 @@ local function acquiring(now, grant, ...)
             return err
         end
         redis.call('hset', hash, owner, ARGV[3], owner .. '#seq', seq)
-        if held[5] and ARGV[10] == '1' then
-            redis.call('hdel', hash, owner .. '#fix')
-        end
+        remark(hash, owner, held[5], ARGV[3])
         if tonumber(held[3]) < now + lease then
             redis.call('hset', hash, owner .. '#exp', now + lease)
         end

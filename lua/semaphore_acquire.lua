@@ -23,8 +23,8 @@
 -- KEYS[5] channel           P{N}:semaphore:unlock
 -- ARGV[8] publish command   'publish', or 'spublish' on a Cluster
 -- ARGV[10] '1' when the watchdog renews F's lease, '0' for a fixed one:
---         F's first permit marks a fixed lease, and a grant the watchdog
---         renews unmarks it (F#fix: hold.lua)
+--         F's first permit marks a fixed lease, and a later grant marks
+--         it anew (F#fix: hold.lua's markFixed and remark)
 -- KEYS[4] and ARGV[9], which every kind is sent (lua/doc.go), are not
 -- read here.
 --
@@ -96,8 +96,8 @@ end
 redis.call('hset', hash, owner, count, seqField, seq, expField, ends)
 if not held[1] then
     markFixed(hash, owner, ARGV[10] == '1')
-elseif fields[owner .. '#fix'] and ARGV[10] == '1' then
-    redis.call('hdel', hash, owner .. '#fix')
+else
+    remark(hash, owner, fields[owner .. '#fix'], ARGV[3])
 end
 if ARGV[7] == '1' then
     redis.call('hset', hash, 'waiters', 1)
