@@ -94,7 +94,9 @@
 // the lease runs out. Lock, and TryLock with no lease, hand the lock to the
 // Client's watchdog, which renews the lease (DefaultLeaseTime, 30 s, or
 // WithLeaseTime) every third of it until the final Unlock. LockFor, and
-// TryLock with a lease, set a fixed lease that nothing renews.
+// TryLock with a lease, set a fixed lease that nothing renews: Redis marks
+// such a hold, and refuses a renewal that reaches it late, sent for an
+// earlier hold of the same owner.
 //
 // It is NOT safe to assume that a lock is held until Unlock. A Redis that
 // restarted empty, a partition or pause longer than the lease, or a fixed
