@@ -21,6 +21,9 @@
 -- ARGV[9] G's seq           a number reserved for the hand-over before the
 --                           request's first call: above G's calls before
 -- ARGV[10] G's lease in ms
+-- ARGV[11] '1' when the watchdog renews G's lease, '0' when it is fixed
+--          (F#fix: hold.lua): G's own, which its queue entry's need not be
+--          (the entry is its owner's, whose latest call wrote it)
 --
 -- A release to 0 that names G, when G is the live waiter longest in the
 -- queue, grants it the lock in the same call and tells nobody: G holds one
@@ -42,11 +45,11 @@ local seqField = owner .. '#seq'
 -- queue (alive: its Client vouches for it, so its entry's own lease is not
 -- read) and no later call of G fenced the hand-over; nil otherwise.
 local function handToHeir()
-    local q = redis.pcall('hmget', queue, '#head', heir .. '#next', heir .. '#lease')
+    local q = redis.pcall('hmget', queue, '#head', heir .. '#next')
     if q.err or q[1] ~= heir or fencedUpTo(fences, heir, tonumber(ARGV[9])) then
         return nil
     end
-    local token = giveTo(hash, KEYS[4], queue, KEYS[2], ARGV[4], heir, q[2], ARGV[9], ARGV[10], q[3] == '0')
+    local token = giveTo(hash, KEYS[4], queue, KEYS[2], ARGV[4], heir, q[2], ARGV[9], ARGV[10], ARGV[11] ~= '0')
     return token and {HANDED, token}
 end
 

@@ -119,3 +119,39 @@ func TestRenewLeavesFixedLease(t *testing.T) {
 		assert.False(t, hexists(t, rc, k.Hash, "b#fix"), "dropping an expired holder takes its mark")
 	})
 }
+
+// TestFairHeirMarkFollowsHeir: a FairMutex release that hands the lock to
+// its Client's heir G (fair_release.lua's handToHeir) is sent G's lease
+// and, in ARGV[11], whether the watchdog renews it (rlock/handoff.go
+// releaseTo), as release.lua is. The mark follows that, not G's queue
+// entry's #lease: what the last waiting call of G's owner asked for, which
+// need not be the heir's call (goroutines of one owner share the entry).
+func TestFairHeirMarkFollowsHeir(t *testing.T) {
+	rc := redistest.Shared(t).Client(t)
+	for _, tc := range []struct {
+		name       string
+		entryLease int    // the lease G's entry was queued with (0: renewed)
+		heirLease  string // ARGV[10]
+		heirRenew  string // ARGV[11]
+		renewed    int64  // what a renewal of G must answer
+	}{
+		{"heir renewed, entry fixed", 5000, "30000", "1", 1},
+		{"heir fixed, entry renewed", 0, "700", "0", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := lockKeys(t)
+			acquire := func(c call) lua.Code { return lua.Code(c.acquireBy(t, rc, k, lua.FairAcquire)[0]) }
+			require.Equal(t, lua.Granted, acquire(call{owner: "C:f", seq: 1, count: 1}))
+			require.Equal(t, lua.Refused, acquire(call{owner: "C:g", seq: 2, count: 1, lease: tc.entryLease, waiting: true}))
+			args := []string{"C:f", "3", "0", "publish", "0", fenceLife, "0", "C:g", "4", tc.heirLease, tc.heirRenew}
+			handed, err := lua.FairRelease.Exec(t.Context(), rc, []string{k.Hash, k.Channel, k.Fence, k.Token, k.Queue}, args).AsIntSlice()
+			require.NoError(t, err)
+			require.Equal(t, lua.Handed, lua.Code(handed[0]))
+			t.Logf("C:g#fix set: %v, pttl %d", hexists(t, rc, k.Hash, "C:g#fix"), pttl(t, rc, k.Hash))
+			assert.Equal(t, tc.renewed, renewOne(t, rc, k.Hash, "C:g"), "a renewal of the heir's hold")
+			if tc.renewed == 0 {
+				assert.LessOrEqual(t, pttl(t, rc, k.Hash), int64(700), "the heir's fixed lease is not stretched")
+			}
+		})
+	}
+}

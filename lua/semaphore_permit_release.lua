@@ -64,7 +64,7 @@ local live, _, freed, fields = holders(hash, nowMs(), true)
 local reply = {NOT_HELD, 0}
 if fields[permit] then
     local n = tonumber(fields[permit])
-    redis.call('hdel', hash, permit, permit .. '#seq', permit .. '#exp')
+    redis.call('hdel', hash, permit, permit .. '#seq', permit .. '#exp', permit .. '#fix')
     live, freed = live - n, freed + n
     fence(fences, seqField, seq, ARGV[6])
     reply = {FREED, 0}

@@ -20,12 +20,13 @@ func LocalDeadline(ctx context.Context) (deadline time.Duration, ok bool) {
 	return h.deadline, true
 }
 
-// Parked reports, to the tests of package rlock_test, how many of f's
-// Client's waiters are asleep in its lot on f: a release of that Client
+// Parked reports, to the tests of package rlock_test, how many of m's
+// Client's waiters (m a Mutex or a FairMutex) are asleep in its lot on
+// m: a release of that Client
 // may claim them as heirs (handoff.go). A test that names an heir waits
 // for this rather than for time to pass.
-func Parked(f *FairMutex) int {
-	l := f.engine()
+func Parked(m interface{ engine() *lock }) int {
+	l := m.engine()
 	lot := &l.c.lot
 	lot.mu.Lock()
 	defer lot.mu.Unlock()
