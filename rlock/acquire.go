@@ -117,9 +117,12 @@ func (l *lock) attempt(ctx context.Context, id holdID, lease time.Duration, wait
 		lctx, err = l.bound(ctx, t)
 	}
 	if err != nil {
-		l.settle(ctx, t)
+		serr := l.settle(ctx, t)
 		if ctx.Err() != nil {
 			err = doneErr(ctx)
+		}
+		if serr != nil {
+			err = outcomeUnknown(err, serr)
 		}
 		return ctx, grant{}, fmt.Errorf("rlock: acquire: %w", err)
 	}

@@ -57,7 +57,24 @@ var (
 	// ErrInvalidDuration is returned for a negative wait, or a lease or
 	// option duration out of range. It matches ErrInvalidArgument too.
 	ErrInvalidDuration error = invalid("rlock: invalid duration")
+
+	// ErrOutcomeUnknown is wrapped by the error of a request that failed
+	// with a reply lost (it may have run in Redis) and whose settling call
+	// got no answer either: Redis stayed unreachable, or the replies lost,
+	// for the whole retry timeout. A copy of the request may then still
+	// apply. A Lock's or an Acquire's hold would end with its lease, an
+	// AcquirePermit's permit with its own; a CountDown's count stays. Every
+	// other error of these calls means the request did not apply, and
+	// will not. The error wraps the request's own (ctx.Err() when ctx
+	// ended) and the settling call's.
+	ErrOutcomeUnknown = errors.New("rlock: outcome unknown")
 )
+
+// outcomeUnknown is the error of a request that failed with err and whose
+// settling call failed with serr.
+func outcomeUnknown(err, serr error) error {
+	return fmt.Errorf("%w: %w (settling: %w)", ErrOutcomeUnknown, err, serr)
+}
 
 // invalid is a kind of bad argument: an error of its own that errors.Is
 // also matches to ErrInvalidArgument, so that one test catches every bad

@@ -101,9 +101,11 @@ func (d *CountDownLatch) state(ctx context.Context) (int, string, error) {
 // twice; a request whose caller gave up is settled, as a Mutex's is, so
 // that no copy of it counts later. It returns nil when the request counted,
 // also when only the settling call learned that it had. An error means it
-// did not count and will not, unless Redis stayed unreachable for the
-// whole retry timeout of the settling call (the caveat of Mutex's request
-// protocol: a copy still in flight then may count later).
+// did not count and will not, unless it wraps ErrOutcomeUnknown: the
+// settling call got no answer either (Redis unreachable for its whole
+// retry timeout), and a copy still in flight may count later. Do not
+// count down again on that error without knowing (the count never
+// expires): the latch would open early.
 func (d *CountDownLatch) CountDown(ctx context.Context) error {
 	l := d.latch()
 	if err := l.check(ctx); err != nil {
@@ -129,14 +131,14 @@ func (d *CountDownLatch) CountDown(ctx context.Context) error {
 	sctx, cancel := l.c.detached(ctx)
 	defer cancel()
 	counted, serr := l.countDown(sctx, t, first, false)
-	switch {
-	case serr != nil:
-		err = fmt.Errorf("%w; settling failed too: %w", err, serr)
-	case counted:
+	if counted && serr == nil {
 		return nil
 	}
 	if ctx.Err() != nil {
 		err = doneErr(ctx)
+	}
+	if serr != nil {
+		err = outcomeUnknown(err, serr)
 	}
 	return l.wrap(err)
 }

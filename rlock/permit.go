@@ -47,6 +47,9 @@ const permitPrefix = "permit:"
 // ctx.Err()), when Redis fails, and after Close (ErrClosed). A call that
 // returns an error holds no permit, and none of its requests takes one
 // later: a request whose reply was lost is settled before it returns.
+// Unless the error wraps ErrOutcomeUnknown (the settling call got no
+// answer either): then a permit nobody knows may be held until its lease
+// ends.
 func (s *Semaphore) AcquirePermit(ctx context.Context, lease time.Duration) (string, error) {
 	id, _, err := s.acquirePermit(ctx, waitForever, lease)
 	return id, err
@@ -216,13 +219,16 @@ func (l *lock) takePermit(ctx context.Context, id string, lease time.Duration, w
 		err = l.keepPermit(ctx, t, acked, acks, sent)
 	}
 	if err != nil {
-		l.settle(ctx, t)
+		serr := l.settle(ctx, t)
 		// The id is never sent again (the acquire ends): were the settling
 		// call lost too, nothing later could fence with it, so the turn
 		// keeps nothing.
 		t.unsettled = 0
 		if ctx.Err() != nil {
 			err = doneErr(ctx)
+		}
+		if serr != nil {
+			err = outcomeUnknown(err, serr)
 		}
 		return grant{}, fmt.Errorf("rlock: acquire permit: %w", err)
 	}

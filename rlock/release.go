@@ -82,7 +82,7 @@ func (l *lock) unlockTurn(ctx context.Context) (*turn, context.Context, context.
 	}
 	switch {
 	case t.count == 0:
-		l.settle(uctx, t)
+		l.settle(uctx, t) // the Unlock fails as not held whatever becomes of it
 	case carried == nil || carried == t.hold:
 		return t, uctx, cancel, nil
 	}
@@ -198,12 +198,12 @@ func (l *lock) giveBackAs(ctx context.Context, t *turn, target int, leaving bool
 // them can apply later, and undoes the one that did. It runs in the turn
 // even when ctx is done, bounded by the retry timeout; if Redis stays
 // unreachable, the lease bounds an orphan level and the owner's next call
-// on the lock fences the lost ones.
-func (l *lock) settle(ctx context.Context, t *turn) {
+// on the lock fences the lost ones; the settling call's error is returned.
+func (l *lock) settle(ctx context.Context, t *turn) error {
 	if t.unsettled == 0 {
-		return
+		return nil
 	}
-	l.giveBack(ctx, t, t.live(), "an acquire whose reply was lost")
+	return l.giveBack(ctx, t, t.live(), "an acquire whose reply was lost")
 }
 
 // withdraw takes back what owner o's refused acquires left on l when o
