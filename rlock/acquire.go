@@ -122,7 +122,7 @@ func (l *lock) attempt(ctx context.Context, id holdID, lease time.Duration, wait
 			err = doneErr(ctx)
 		}
 		if serr != nil {
-			err = outcomeUnknown(err, serr)
+			err = fmt.Errorf("%w; %w", err, serr)
 		}
 		return ctx, grant{}, fmt.Errorf("rlock: acquire: %w", err)
 	}

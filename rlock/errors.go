@@ -70,12 +70,6 @@ var (
 	ErrOutcomeUnknown = errors.New("rlock: outcome unknown")
 )
 
-// outcomeUnknown is the error of a request that failed with err and whose
-// settling call failed with serr.
-func outcomeUnknown(err, serr error) error {
-	return fmt.Errorf("%w: %w (settling: %w)", ErrOutcomeUnknown, err, serr)
-}
-
 // invalid is a kind of bad argument: an error of its own that errors.Is
 // also matches to ErrInvalidArgument, so that one test catches every bad
 // argument and a finer one says which.

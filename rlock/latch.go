@@ -138,7 +138,7 @@ func (d *CountDownLatch) CountDown(ctx context.Context) error {
 		err = doneErr(ctx)
 	}
 	if serr != nil {
-		err = outcomeUnknown(err, serr)
+		err = fmt.Errorf("%w; %w: settling: %w", err, ErrOutcomeUnknown, serr)
 	}
 	return l.wrap(err)
 }

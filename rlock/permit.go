@@ -228,7 +228,7 @@ func (l *lock) takePermit(ctx context.Context, id string, lease time.Duration, w
 			err = doneErr(ctx)
 		}
 		if serr != nil {
-			err = outcomeUnknown(err, serr)
+			err = fmt.Errorf("%w; %w", err, serr)
 		}
 		return grant{}, fmt.Errorf("rlock: acquire permit: %w", err)
 	}

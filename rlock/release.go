@@ -198,12 +198,16 @@ func (l *lock) giveBackAs(ctx context.Context, t *turn, target int, leaving bool
 // them can apply later, and undoes the one that did. It runs in the turn
 // even when ctx is done, bounded by the retry timeout; if Redis stays
 // unreachable, the lease bounds an orphan level and the owner's next call
-// on the lock fences the lost ones; the settling call's error is returned.
+// on the lock fences the lost ones, and settle returns an error that wraps
+// ErrOutcomeUnknown and the settling call's.
 func (l *lock) settle(ctx context.Context, t *turn) error {
 	if t.unsettled == 0 {
 		return nil
 	}
-	return l.giveBack(ctx, t, t.live(), "an acquire whose reply was lost")
+	if err := l.giveBack(ctx, t, t.live(), "an acquire whose reply was lost"); err != nil {
+		return fmt.Errorf("%w: settling: %w", ErrOutcomeUnknown, err)
+	}
+	return nil
 }
 
 // withdraw takes back what owner o's refused acquires left on l when o
