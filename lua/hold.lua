@@ -34,9 +34,16 @@ local function remark(hash, owner, fixed, count)
     local renewed = ARGV[10] == '1'
     if renewed and fixed then
         redis.call('hdel', hash, owner .. '#fix')
-    elseif not renewed and not fixed and count == '1' then
-        redis.call('hset', hash, owner .. '#fix', 1)
+    elseif not fixed and count == '1' then
+        markFixed(hash, owner, renewed)
     end
+end
+
+-- dropFields deletes from hash every field of f's hold, in a hash of
+-- several holds (RWMutex, Semaphore): f, f#seq, f#exp (its own lease) and
+-- f#fix. A hold's end that leaves one behind lets such fields pile up.
+local function dropFields(hash, f)
+    redis.call('hdel', hash, f, f .. '#seq', f .. '#exp', f .. '#fix')
 end
 
 -- take gives the free lock to the owner: count 1, a new fencing token,

@@ -1,3 +1,4 @@
+--@include hold.lua
 -- holders: the helper the semaphore's scripts share.
 --
 -- A semaphore's holders hash keeps, for each holder F (an owner field):
@@ -36,7 +37,7 @@ local function holders(hash, now, drop)
             expired = expired + n
             fields[f], fields[f .. '#seq'], fields[f .. '#exp'], fields[f .. '#fix'] = nil, nil, nil, nil
             if drop then
-                redis.call('hdel', hash, f, f .. '#seq', f .. '#exp', f .. '#fix')
+                dropFields(hash, f)
             end
         end
     end

@@ -36,7 +36,7 @@ end
 -- dropHold deletes the hold of field from hash, and counts a read hold out
 -- of 'nr' (see prune).
 local function dropHold(hash, field)
-    redis.call('hdel', hash, field, field .. '#seq', field .. '#exp', field .. '#fix')
+    dropFields(hash, field)
     if string.sub(field, -2) == ':r' then
         redis.call('hincrby', hash, 'nr', -1)
     end
@@ -65,11 +65,10 @@ local function prune(hash, now)
         local hold = string.match(f, '^(.*)#exp$')
         local mark = string.match(f, '^(.*)#wait$')
         local admit = string.match(f, '#admit$')
-        if (hold or mark or admit) and ends <= now then
+        if hold and ends <= now then
+            dropFields(hash, hold)
+        elseif (mark or admit) and ends <= now then
             dead[#dead + 1] = f
-            if hold then
-                dead[#dead + 1], dead[#dead + 2], dead[#dead + 3] = hold, hold .. '#seq', hold .. '#fix'
-            end
         elseif hold then
             if string.sub(hold, -2) == ':w' then
                 st.writer = hold

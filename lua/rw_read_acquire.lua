@@ -52,7 +52,8 @@ local writer = held[6]
 if writer then
     local ends = tonumber(redis.call('hget', hash, writer .. '#exp') or '0')
     if ends <= now then
-        redis.call('hdel', hash, writer, writer .. '#seq', writer .. '#exp', writer .. '#fix', 'w')
+        dropHold(hash, writer)
+        redis.call('hdel', hash, 'w')
         writer = nil
     elseif writer ~= writeField then
         return refuse(ends - now)

@@ -3,6 +3,7 @@
 --@include lease.lua
 --@include fence.lua
 --@include holders.lua
+--@include hold.lua
 -- semaphore_permit_release: give back a travelling permit of a semaphore
 -- by its id, from any Client, exactly once per request. It takes
 -- release.lua's KEYS and ARGV layout; the releaser is a Client, not an
@@ -64,7 +65,7 @@ local live, _, freed, fields = holders(hash, nowMs(), true)
 local reply = {NOT_HELD, 0}
 if fields[permit] then
     local n = tonumber(fields[permit])
-    redis.call('hdel', hash, permit, permit .. '#seq', permit .. '#exp', permit .. '#fix')
+    dropFields(hash, permit)
     live, freed = live - n, freed + n
     fence(fences, seqField, seq, ARGV[6])
     reply = {FREED, 0}

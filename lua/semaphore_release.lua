@@ -3,6 +3,7 @@
 --@include lease.lua
 --@include fence.lua
 --@include holders.lua
+--@include hold.lua
 -- semaphore_release: set the permits one owner holds lower, exactly once,
 -- and tell waiters when permits came back. It takes release.lua's KEYS,
 -- ARGV and replies.
@@ -53,7 +54,7 @@ if held[1] then
         redis.call('hset', hash, owner, left, seqField, seq)
         reply = {STILL_HELD, left}
     else
-        redis.call('hdel', hash, owner, seqField, owner .. '#exp', owner .. '#fix')
+        dropFields(hash, owner)
         reply = {FREED, 0}
     end
 end
