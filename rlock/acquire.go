@@ -117,14 +117,7 @@ func (l *lock) attempt(ctx context.Context, id holdID, lease time.Duration, wait
 		lctx, err = l.bound(ctx, t)
 	}
 	if err != nil {
-		serr := l.settle(ctx, t)
-		if ctx.Err() != nil {
-			err = doneErr(ctx)
-		}
-		if serr != nil {
-			err = fmt.Errorf("%w; %w", err, serr)
-		}
-		return ctx, grant{}, fmt.Errorf("rlock: acquire: %w", err)
+		return ctx, grant{}, fmt.Errorf("rlock: acquire: %w", l.settle(ctx, t, err))
 	}
 	return lctx, g, nil
 }

@@ -229,7 +229,7 @@ func endTurn(m *Mutex, ctx context.Context, t *turn, undo bool, wg *sync.WaitGro
 	if undo {
 		m.giveBack(ctx, t, t.count-1, "a multilock part")
 	}
-	m.settle(ctx, t)
+	m.settle(ctx, t, nil)
 }
 
 // Unlock leaves one level on every node, all of them even when some fail,

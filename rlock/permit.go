@@ -219,17 +219,11 @@ func (l *lock) takePermit(ctx context.Context, id string, lease time.Duration, w
 		err = l.keepPermit(ctx, t, acked, acks, sent)
 	}
 	if err != nil {
-		serr := l.settle(ctx, t)
+		err = l.settle(ctx, t, err)
 		// The id is never sent again (the acquire ends): were the settling
 		// call lost too, nothing later could fence with it, so the turn
 		// keeps nothing.
 		t.unsettled = 0
-		if ctx.Err() != nil {
-			err = doneErr(ctx)
-		}
-		if serr != nil {
-			err = fmt.Errorf("%w; %w", err, serr)
-		}
 		return grant{}, fmt.Errorf("rlock: acquire permit: %w", err)
 	}
 	return g, nil

@@ -82,7 +82,7 @@ func (l *lock) unlockTurn(ctx context.Context) (*turn, context.Context, context.
 	}
 	switch {
 	case t.count == 0:
-		l.settle(uctx, t) // the Unlock fails as not held whatever becomes of it
+		l.settle(uctx, t, nil) // the Unlock fails as not held whatever becomes of it
 	case carried == nil || carried == t.hold:
 		return t, uctx, cancel, nil
 	}
@@ -198,16 +198,21 @@ func (l *lock) giveBackAs(ctx context.Context, t *turn, target int, leaving bool
 // them can apply later, and undoes the one that did. It runs in the turn
 // even when ctx is done, bounded by the retry timeout; if Redis stays
 // unreachable, the lease bounds an orphan level and the owner's next call
-// on the lock fences the lost ones, and settle returns an error that wraps
-// ErrOutcomeUnknown and the settling call's.
-func (l *lock) settle(ctx context.Context, t *turn) error {
-	if t.unsettled == 0 {
-		return nil
+// on the lock fences the lost ones. It returns the error to report of the
+// request, which failed with err: ctx's when ctx is done, and, when the
+// settling call failed, that one's too, wrapped with ErrOutcomeUnknown.
+func (l *lock) settle(ctx context.Context, t *turn, err error) error {
+	var serr error
+	if t.unsettled != 0 {
+		serr = l.giveBack(ctx, t, t.live(), "an acquire whose reply was lost")
 	}
-	if err := l.giveBack(ctx, t, t.live(), "an acquire whose reply was lost"); err != nil {
-		return fmt.Errorf("%w: settling: %w", ErrOutcomeUnknown, err)
+	if ctx.Err() != nil {
+		err = doneErr(ctx)
 	}
-	return nil
+	if serr != nil {
+		err = fmt.Errorf("%w; %w: settling: %w", err, ErrOutcomeUnknown, serr)
+	}
+	return err
 }
 
 // withdraw takes back what owner o's refused acquires left on l when o
