@@ -30,22 +30,7 @@ const WakeAll = "all"
 // unaddressed message does, and no waiter of any other Subscriber. So a
 // publisher that knows which process waits longest wakes one waiter in the
 // whole deployment rather than one in every process.
-//
-// A publisher sends such a message on the addressee's Inbox, where only
-// that Subscriber listens; on the channel itself it works too.
 const Addressed = "@"
-
-// Inbox is the channel that carries the messages addressed to Subscriber
-// id, or to waiters of its tags, about channel: channel, Addressed and id.
-// A Subscriber with an id subscribes to it beside channel, in one command,
-// and takes messages from both alike. Sent there, an addressed message
-// reaches one process: on channel, Redis would write it to every process
-// subscribed, and each would wake to drop it. On a Cluster, channel needs
-// a hash tag, so that its inbox shares its slot (ErrNoHashTag; rlock's
-// channels have one).
-func Inbox(channel, id string) string {
-	return channel + Addressed + id
-}
 
 // Deadline starts the note of an addressed message that sets a time rather
 // than wakes: "@<tag> next <ms>" wakes the waiters named tag no later than
@@ -61,16 +46,12 @@ const Deadline = "next "
 const unsubscribeTimeout = time.Second
 
 // channel is one channel that local waiters wait on: their queue and the
-// goroutine that owns the channel's subscription. Every field but s,
-// name, listens and done is guarded by s.mu.
+// goroutine that owns the channel's subscription. Every field but s, name
+// and done is guarded by s.mu.
 type channel struct {
 	s    *Subscriber
 	name string
 	done chan struct{} // closed when run returns
-
-	// listens is what the subscription listens on: name and, for a
-	// Subscriber with an id, its Inbox.
-	listens []string
 
 	waiters  []*Waiter          // the queue, longest-waiting first
 	notes    map[*Waiter]string // the notes addressed to waiters (deliver) not yet taken
@@ -110,11 +91,7 @@ type attempt struct {
 const remakeLimit = 8
 
 func newChannel(s *Subscriber, name string) *channel {
-	c := &channel{s: s, name: name, listens: []string{name}, done: make(chan struct{})}
-	if s.id != "" {
-		c.listens = append(c.listens, Inbox(name, s.id))
-	}
-	return c
+	return &channel{s: s, name: name, done: make(chan struct{})}
 }
 
 // join appends a new waiter named tag to the queue, ready at once when the
@@ -298,19 +275,10 @@ func (c *channel) run() {
 		}
 		err := c.receive(a)
 		failures = c.end(a, err, failures)
-		switch {
-		case err != nil:
+		if err != nil {
 			// A Receive that did not end with Redis's own unsubscribe
 			// confirmation may leave the subscription on the server.
-			c.unsubscribe(a.ctx, c.listens)
-		case len(c.listens) > 1:
-			// Redis ended one name's subscription: a slot migration, or
-			// another Subscriber on this connection unsubscribed the
-			// channel, which they share (rueidis then ends every Receive
-			// of it). The inbox may be left, and only the inbox goes: it
-			// is this Subscriber's alone, where unsubscribing the channel
-			// would end the other's Receive in turn.
-			c.unsubscribe(a.ctx, c.listens[1:])
+			c.unsubscribe(a.ctx)
 		}
 	}
 }
@@ -346,7 +314,7 @@ func (c *channel) receive(a *attempt) error {
 			c.confirm(a)
 		}
 	})
-	return c.s.rc.Receive(ctx, c.s.subscribeCmd(c.listens), func(m rueidis.PubSubMessage) {
+	return c.s.rc.Receive(ctx, c.s.subscribeCmd(c.name), func(m rueidis.PubSubMessage) {
 		c.s.mu.Lock()
 		defer c.s.mu.Unlock()
 		switch {
@@ -427,14 +395,14 @@ func (c *channel) end(a *attempt, err error, failures int) int {
 	return failures
 }
 
-// unsubscribe ends the subscription of names (the channel's listens, or
-// some of them) on the server, bounded by unsubscribeTimeout even though
-// ctx is done. It goes over the same connection as the SUBSCRIBE (rueidis
-// sends both on the node's first pipeline), so it is processed after it.
-func (c *channel) unsubscribe(ctx context.Context, names []string) {
+// unsubscribe ends the channel's subscription on the server, bounded by
+// unsubscribeTimeout even though ctx is done. It goes over the same
+// connection as the SUBSCRIBE (rueidis sends both on the node's first
+// pipeline), so it is processed after it.
+func (c *channel) unsubscribe(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unsubscribeTimeout)
 	defer cancel()
-	err := c.s.rc.Do(ctx, c.s.unsubscribeCmd(names)).Error()
+	err := c.s.rc.Do(ctx, c.s.unsubscribeCmd(c.name)).Error()
 	if err != nil && !errors.Is(err, rueidis.ErrClosing) {
 		c.s.logger.Warn("pubsub: unsubscribe failed; it ends with the connection", "channel", c.name, "err", err)
 	}
