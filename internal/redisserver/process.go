@@ -105,10 +105,10 @@ func (s *Process) Restart(ctx context.Context) error {
 		}
 		_ = cmd.Process.Kill()
 		<-exited
-		return fmt.Errorf("%w\n%s", err, s.logTail())
+		return fmt.Errorf("%w\n%s", err, s.LogTail())
 	case <-exited:
 		<-ready
-		return fmt.Errorf("redisserver: redis-server on port %s exited: %v\n%s", s.port, cmd.ProcessState, s.logTail())
+		return fmt.Errorf("redisserver: redis-server on port %s exited: %v\n%s", s.port, cmd.ProcessState, s.LogTail())
 	}
 }
 
@@ -150,14 +150,14 @@ func (s *Process) Close(ctx context.Context) error {
 	return errors.Join(s.Kill(ctx), os.RemoveAll(s.dir))
 }
 
-// logTail returns the end of the server's log, for error messages.
-func (s *Process) logTail() string {
+// LogTail returns the end of the server's log, for error messages.
+func (s *Process) LogTail() string {
 	data, err := os.ReadFile(filepath.Join(s.dir, "redis.log"))
 	if err != nil {
 		return ""
 	}
-	if len(data) > 2000 {
-		data = data[len(data)-2000:]
+	if len(data) > 4000 {
+		data = data[len(data)-4000:]
 	}
 	return string(data)
 }

@@ -32,6 +32,7 @@ var replicationArgs = []string{"--repl-diskless-sync-delay", "0", "--repl-ping-r
 type member struct {
 	*Node
 	admin rueidis.Client
+	proc  *redisserver.Process
 }
 
 // startMember starts a redis-server child process, with config file conf
@@ -48,13 +49,23 @@ func startMember(ctx context.Context, conf string, extra []string) (member, erro
 	if err != nil {
 		return member{}, errors.Join(fmt.Errorf("redistest: connect to %s: %w", n.Addr(), err), n.Close())
 	}
-	return member{Node: n, admin: rc}, nil
+	return member{Node: n, admin: rc, proc: s}, nil
 }
 
 // close drops the connection and stops the server.
 func (m member) close() error {
 	m.admin.Close()
 	return m.Node.Close()
+}
+
+// logs returns the end of each member's log, headed by its address: what
+// an error says when a setup does not settle.
+func logs(members ...member) string {
+	var b strings.Builder
+	for _, m := range members {
+		fmt.Fprintf(&b, "\n--- %s log:\n%s", m.Addr(), m.proc.LogTail())
+	}
+	return b.String()
 }
 
 // adminClient connects to exactly the server at addr, whatever its mode: no

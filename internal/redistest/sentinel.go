@@ -232,7 +232,7 @@ func (s *Sentinel) KillMaster(ctx context.Context) error {
 		restarted = s.data[1]
 	}
 	if err := redisserver.Poll(ctx, func(ctx context.Context) error { return linkUp(ctx, restarted.admin) }); err != nil {
-		return fmt.Errorf("redistest: %s did not become a replica again: %w", old.Addr(), err)
+		return fmt.Errorf("redistest: %s did not become a replica again: %w%s", old.Addr(), err, logs(slices.Concat(s.data, s.sentinels)...))
 	}
 	return nil
 }
