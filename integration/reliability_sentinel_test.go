@@ -13,7 +13,7 @@ import (
 // TestReliabilitySentinelFailover runs the contending workers against a
 // Sentinel setup (master, replica, three sentinels) and kills the master
 // while a holder holds the lock: the sentinels promote the replica (about
-// 2 s), every Client follows, and the killed node comes back empty as a
+// 3 s), every Client follows, and the killed node comes back empty as a
 // replica. The lease (800 ms) is shorter than the failover, so every
 // holder's context is done by its local deadline before the new master
 // serves anyone. With WithReplicaAck(1) an acquire counts only once the
@@ -31,7 +31,7 @@ func TestReliabilitySentinelFailover(t *testing.T) {
 }
 
 // sentinelFault is how long a run allows for its failover: the promotion
-// takes about 2 s, the killed node's return as a replica in sync about 10 s
+// takes about 3 s, the killed node's return as a replica in sync about 10 s
 // more (the sentinels convert it on their next look at it).
 const sentinelFault = 15 * time.Second
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,15 +20,24 @@ import (
 const masterName = "mymaster"
 
 // sentinelConf is each sentinel's config file, for the master's port: a
-// quorum of two of the three sentinels; a master silent for a second is
+// quorum of two of the three sentinels; a master silent for downAfter is
 // down; a failover that stalls for 5 s is abandoned; replicas resync one at
 // a time. Port, address and directory come from the command line, as for
 // every node.
 const sentinelConf = `sentinel monitor ` + masterName + ` 127.0.0.1 %d 2
-sentinel down-after-milliseconds ` + masterName + ` 1000
+sentinel down-after-milliseconds ` + masterName + ` %d
 sentinel failover-timeout ` + masterName + ` 5000
 sentinel parallel-syncs ` + masterName + ` 1
 `
+
+// downAfter is how long a node may leave a sentinel's PING unanswered
+// before that sentinel counts it down. A sentinel that has just switched
+// to a new master counts from when it made the new master's record, not
+// from its first PING, so on a loaded machine 1 s (what it was) let two
+// sentinels count a master promoted a second before as down and fail it
+// over again, to the killed node just restarted, empty (1 run in 10, both
+// before and after the inboxes); twice the ping period leaves room.
+const downAfter = 2 * time.Second
 
 // sentinelRefresh is how often the harness's sentinel clients ask the
 // sentinels for the master, besides following +switch-master.
@@ -82,7 +92,7 @@ func (s *Sentinel) start(ctx context.Context, cfg SentinelConfig) error {
 	if err := redisserver.Poll(ctx, func(ctx context.Context) error { return linkUp(ctx, replica) }); err != nil {
 		return fmt.Errorf("redistest: replica %s: %w", s.data[1].Addr(), err)
 	}
-	conf := fmt.Sprintf(sentinelConf, port)
+	conf := fmt.Sprintf(sentinelConf, port, downAfter.Milliseconds())
 	for range 3 {
 		m, err := startMember(ctx, conf, []string{"--sentinel"})
 		if err != nil {
@@ -207,10 +217,12 @@ func (s *Sentinel) Failover(ctx context.Context) error {
 }
 
 // KillMaster kills the master, as a crash would, and returns once every
-// sentinel names the replica master and it answers ROLE as one; then it
-// restarts the killed node, empty, and waits until the sentinels have made
-// it a replica of the new master, in sync. Holds that the replica had not
-// received are lost.
+// sentinel names the replica master and it answers ROLE as one; then, once
+// every sentinel has had an answer from the new master (heard), it restarts
+// the killed node, empty, and waits until the sentinels have made it a
+// replica of the new master, in sync. Holds that the replica had not
+// received are lost. Restarted sooner, the empty node would be there to be
+// promoted by a sentinel that counts the new master down before it hears it.
 func (s *Sentinel) KillMaster(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
@@ -223,6 +235,9 @@ func (s *Sentinel) KillMaster(ctx context.Context) error {
 	}
 	if err := s.awaitPromoted(ctx, old, next); err != nil {
 		return err
+	}
+	if err := redisserver.Poll(ctx, s.heard); err != nil {
+		return fmt.Errorf("redistest: sentinels and the new master %s: %w", next.Addr(), err)
 	}
 	if err := old.Restart(ctx); err != nil {
 		return fmt.Errorf("redistest: restart %s: %w", old.Addr(), err)
@@ -311,6 +326,25 @@ func (s *Sentinel) watching(ctx context.Context) error {
 		}
 		if len(others) != len(s.sentinels)-1 {
 			return fmt.Errorf("sentinel %s knows %d other sentinels", m.Addr(), len(others))
+		}
+	}
+	return nil
+}
+
+// heard reports why a sentinel may not yet know the master it names as
+// up, or nil once each has had an answer to a PING from it within
+// downAfter and flags it master and nothing else (not down, not failing
+// over).
+func (s *Sentinel) heard(ctx context.Context) error {
+	for _, m := range s.sentinels {
+		rc := m.admin
+		fields, err := rc.Do(ctx, rc.B().Arbitrary("SENTINEL", "MASTER").Args(masterName).Build()).AsStrMap()
+		if err != nil {
+			return err
+		}
+		pong, err := strconv.ParseInt(fields["last-ok-ping-reply"], 10, 64)
+		if err != nil || fields["flags"] != "master" || time.Duration(pong)*time.Millisecond >= downAfter {
+			return fmt.Errorf("sentinel %s sees the master as %s, its last answer %s ms ago", m.Addr(), fields["flags"], fields["last-ok-ping-reply"])
 		}
 	}
 	return nil
