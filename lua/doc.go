@@ -176,8 +176,11 @@
 //	                       waiters -> 1 while someone may wait, so that the release publishes.
 //	                       The key's expiry is the lease. One owner at a time.
 //	P{N'}:unlock   channel 'unlocked' from the release that frees a lock someone waits for,
-//	                       and from force_release; on a fair lock, messages addressed to
-//	                       waiters (below)
+//	                       and from force_release
+//	P{N'}:unlock@C channel Client C's inbox (pubsub.Inbox): the messages addressed to C or
+//	                       to its waiters: a Mutex's wake-up of C ('@<C>'), a fair lock's
+//	                       hand-over to a waiter of C and its deadlines (below). Each
+//	                       Client with waiters subscribes to its inbox with the channel
 //	P{N'}:token    string  the fencing counter: INCR on every first acquire (and hand-over);
 //	                       persistent; started from the server clock in µs whenever it is
 //	                       missing, so that tokens keep growing across a restart that lost it
@@ -185,8 +188,8 @@
 //	                       a lost reply, and it expires
 //	P{N'}:queue    zset    a Mutex's waiting Clients: C scored by the Redis time in µs its
 //	                       first waiter was refused while subscribed; the release that
-//	                       frees a marked lock pops the first and publishes '@<C>' to it
-//	                       alone ('unlocked', to every Client, when none is recorded);
+//	                       frees a marked lock pops the first and publishes '@<C>' on its
+//	                       inbox ('unlocked', to every Client, when none is recorded);
 //	                       it expires a watchdog lease after the holder's lease (waiting.lua)
 //	P{N'}:queue    hash    a FairMutex's waiters, a doubly linked list: per waiter W,
 //	                       W -> 1 (queued), W#exp -> its own lease's end (Redis time, ms),
@@ -203,8 +206,8 @@
 // release names (a waiter of the releaser's Client, ARGV[8..10] as for
 // release.lua), the grant is in the reply ({Handed, token}), its seq on
 // the lock is the one reserved for it, and nothing is published to it;
-// otherwise the release publishes on the channel '@<W> <seq> <token>' to
-// that waiter (its seq on the lock is its queued call's). Either way the
+// otherwise the release publishes '@<W> <seq> <token>' on the inbox of
+// that waiter's Client (its seq on the lock is its queued call's). Either way the
 // waiter after W is told '@<next> next <ms>': if W died, or its fixed
 // lease runs out, the lock expires in ms, and that waiter must ask for it
 // then (not a waiter of W's own Client when the watchdog renews W's

@@ -108,7 +108,8 @@ end
 -- wseq, the lease ms (renewed: by the watchdog, else marked fixed, as
 -- hold.lua's take marks a hold); and takes w out of
 -- queue. The waiter after it (after, w's #next), if any, is told
--- '@<after> next <ms>' on channel (pub: 'publish' or 'spublish'): if w
+-- '@<after> next <ms>' on its inbox for channel (client.lua; pub:
+-- 'publish' or 'spublish'): if w
 -- died, or its fixed lease runs out, the lock expires then, and that
 -- waiter must ask for it. Not when it is of w's Client and the lease is
 -- renewed: such a lease ends only when w's process dies, and the waiter
@@ -124,14 +125,15 @@ local function giveTo(hash, counter, queue, channel, pub, w, after, wseq, ms, re
     redis.call('pexpire', hash, ms)
     popHead(queue, w, after)
     if after and not (renewed and clientOf(after) == clientOf(w)) then
-        redis.call(pub, channel, '@' .. after .. ' next ' .. ms)
+        redis.call(pub, inboxOf(channel, after), '@' .. after .. ' next ' .. ms)
     end
     return token
 end
 
 -- handOver grants the free lock hash to waiter w, the head of queue whose
 -- entry head read as e, with the lease the entry asks for, and tells it
--- with a message addressed to it on channel: '@<w> <seq> <token>', seq
+-- with a message addressed to it on its inbox for channel: '@<w> <seq>
+-- <token>', seq
 -- being that of w's call that queued it last, which is now w's seq on the
 -- lock. It returns an error reply when counter is not a counter, having
 -- written nothing.
@@ -144,6 +146,6 @@ local function handOver(hash, counter, queue, channel, pub, w, e, now)
     if not token then
         return err
     end
-    redis.call(pub, channel, '@' .. w .. ' ' .. wseq .. ' ' .. string.format('%d', token))
+    redis.call(pub, inboxOf(channel, w), '@' .. w .. ' ' .. wseq .. ' ' .. string.format('%d', token))
     return nil
 end

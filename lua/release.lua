@@ -51,7 +51,7 @@
 -- as that one.
 --
 -- At 0, a marked lock (see acquire.lua) wakes one waiter: '@<clientID>'
--- to the Client longest in the waiting Clients, or, when none is
+-- on the inbox of the Client longest in the waiting Clients, or, when none is
 -- recorded, 'unlocked', which every Client subscribed hands to one of its
 -- waiters.
 --

@@ -7,13 +7,13 @@
 -- scored with the Redis time in µs at which one of its waiters was first
 -- refused while subscribed to the channel: longest-waiting first. The
 -- release that frees a lock someone waits for takes the Client longest in
--- it out and publishes '@<clientID>' (pubsub.Addressed), which that
--- Client's Subscriber turns into a wake-up of one of its waiters; the
--- other Clients ignore it. A Client that is not in the record, or a record
--- that is gone, costs a broadcast ('unlocked': one waiter in every Client)
--- rather than a lost wake-up, so the record is a saving, never a promise:
--- a key of the wrong type, or one that expired, only makes the release
--- wake every Client as before. A woken Client keeps its place as a mark
+-- it out and publishes '@<clientID>' (pubsub.Addressed) on that Client's
+-- inbox (client.lua), where only it listens and whose Subscriber turns it
+-- into a wake-up of one of its waiters. A Client that is not in the
+-- record, or a record that is gone, costs a broadcast ('unlocked': one
+-- waiter in every Client) rather than a lost wake-up, so the record is a
+-- saving, never a promise: a key of the wrong type, or one that expired,
+-- only makes the release wake every Client as before. A woken Client keeps its place as a mark
 -- (its score raised by woken): if its waiter loses the freed lock to an
 -- owner passing by, its refusal puts it back where it was, ahead of the
 -- Clients that came after it, rather than last. The key expires a
@@ -87,12 +87,13 @@ end
 
 -- wakeNext wakes one waiter on channel, publishing with pub ('publish' or
 -- 'spublish'): it marks the Client longest in record as woken (its score
--- raised by woken, in place) and publishes '@<clientID>'; when record holds
--- no Client to wake (or is not a record), it publishes 'unlocked', which
--- every Client subscribed hands to one of its waiters: a Client leaves the
--- record when one of its waiters takes the lock, though others of its
--- waiters may still sleep. A Client that died is woken once: its mark is
--- never woken again, and goes with the record.
+-- raised by woken, in place) and publishes '@<clientID>' on its inbox
+-- (client.lua); when record holds no Client to wake (or is not a record),
+-- it publishes 'unlocked' on channel, which every Client subscribed hands
+-- to one of its waiters: a Client leaves the record when one of its
+-- waiters takes the lock, though others of its waiters may still sleep. A
+-- Client that died is woken once: its mark is never woken again, and goes
+-- with the record.
 local function wakeNext(record, channel, pub)
     local first = redis.pcall('zrange', record, 0, 0, 'withscores')
     if type(first) ~= 'table' or first.err or not first[1] or tonumber(first[2]) >= woken then
@@ -100,5 +101,5 @@ local function wakeNext(record, channel, pub)
         return
     end
     redis.call('zincrby', record, woken, first[1])
-    redis.call(pub, channel, '@' .. first[1])
+    redis.call(pub, inboxOf(channel, first[1]), '@' .. first[1])
 end

@@ -3,6 +3,7 @@ package lua_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/rlock/rlock/internal/keys"
 	"github.com/rlock/rlock/internal/redistest"
 	"github.com/rlock/rlock/lua"
+	"github.com/rlock/rlock/pubsub"
 )
 
 // TestReleaseWakesOneClient: a refused acquire that waits records its
@@ -230,9 +232,12 @@ func waitingClients(t *testing.T, rc rueidis.Client, k keys.Keys) []string {
 // 2^52.
 const woken = "4503599627370496"
 
-// listen subscribes to channel on a client of its own and returns the
-// messages that reach it, once the subscription is confirmed. It
-// unsubscribes when t ends.
+// listen subscribes to channel and to every inbox for it on a client of
+// its own and returns the messages that reach it, once the subscription
+// is confirmed, failing t for one that arrives where its addressee would
+// not hear it: an addressed message ("@<tag> ...") on the inbox of the
+// tag's Client (client.lua), any other on channel. It unsubscribes when
+// t ends.
 func listen(t *testing.T, node *redistest.Node, channel string) <-chan string {
 	t.Helper()
 	sub := node.Client(t)
@@ -240,12 +245,13 @@ func listen(t *testing.T, node *redistest.Node, channel string) <-chan string {
 	subscribed := make(chan struct{})
 	done := make(chan error, 1)
 	ctx, cancel := context.WithCancel(rueidis.WithOnSubscriptionHook(context.Background(), func(s rueidis.PubSubSubscription) {
-		if s.Kind == "subscribe" {
+		if s.Kind == "psubscribe" {
 			close(subscribed)
 		}
 	}))
 	go func() {
-		done <- sub.Receive(ctx, sub.B().Subscribe().Channel(channel).Build(), func(m rueidis.PubSubMessage) {
+		done <- sub.Receive(ctx, sub.B().Psubscribe().Pattern(channel+"*").Build(), func(m rueidis.PubSubMessage) {
+			assert.Equal(t, channelFor(channel, m.Message), m.Channel, "the channel of %q", m.Message)
 			messages <- m.Message
 		})
 	}()
@@ -259,6 +265,18 @@ func listen(t *testing.T, node *redistest.Node, channel string) <-chan string {
 		t.Fatal("the subscription was not confirmed")
 	}
 	return messages
+}
+
+// channelFor is where message belongs: an addressed one on the inbox for
+// channel of the Client its tag names, any other on channel.
+func channelFor(channel, message string) string {
+	tag, addressed := strings.CutPrefix(message, pubsub.Addressed)
+	if !addressed {
+		return channel
+	}
+	tag, _, _ = strings.Cut(tag, " ")
+	client, _, _ := strings.Cut(tag, ":")
+	return pubsub.Inbox(channel, client)
 }
 
 // next returns the next message, failing t when none comes.

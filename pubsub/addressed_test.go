@@ -110,3 +110,33 @@ func TestDeadlineSetsTime(t *testing.T) {
 		requireWoken(t, a, "a, by the deadline that came while it was awake")
 	})
 }
+
+// TestInboxReachesOneSubscriber: a message addressed to a Subscriber and
+// published on its inbox for a channel reaches that Subscriber alone (one
+// connection receives it, where every Subscriber with waiters receives a
+// message on the channel) and wakes one of its waiters, as it would on the
+// channel; a waiter of another Subscriber on the same channel sleeps on.
+// The inbox goes with the channel's subscription.
+func TestInboxReachesOneSubscriber(t *testing.T) {
+	forEachMode(t, false, func(t *testing.T, e *env) {
+		ch := channelName(t, "{unlock}")
+		other := New(e.node.Client(t), e.sharded, 0, nil, "another-subscriber")
+		t.Cleanup(func() { require.NoError(t, other.Close()) })
+		theirs, err := other.Subscribe(t.Context(), ch)
+		require.NoError(t, err)
+		a, b := e.subscribe(t, ch), e.subscribe(t, ch)
+
+		require.EqualValues(t, 1, e.publishMessage(t, Inbox(ch, envID), Addressed+envID), "one connection receives it")
+		requireWoken(t, a, "the longest waiting, by a message on its Subscriber's inbox")
+		requireQuiet(t, b, theirs)
+		require.EqualValues(t, 1, e.publishMessage(t, Inbox(ch, "another-subscriber"), Addressed+"another-subscriber"))
+		requireWoken(t, theirs, "the other Subscriber's waiter, by its own inbox")
+		requireQuiet(t, b)
+		require.EqualValues(t, 2, e.publish(t, ch), "both Subscribers hear the channel")
+
+		a.Done(false)
+		b.Done(false)
+		theirs.Done(false)
+		e.requireGone(t, ch, Inbox(ch, envID), Inbox(ch, "another-subscriber"))
+	})
+}

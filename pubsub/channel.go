@@ -30,7 +30,22 @@ const WakeAll = "all"
 // unaddressed message does, and no waiter of any other Subscriber. So a
 // publisher that knows which process waits longest wakes one waiter in the
 // whole deployment rather than one in every process.
+//
+// A publisher sends such a message on the addressee's Inbox, where only
+// that Subscriber listens; on the channel itself it works too.
 const Addressed = "@"
+
+// Inbox is the channel that carries the messages addressed to Subscriber
+// id, or to waiters of its tags, about channel: channel, Addressed and id.
+// A Subscriber with an id subscribes to it beside channel, in one command,
+// and takes messages from both alike. Sent there, an addressed message
+// reaches one process: on channel, Redis would write it to every process
+// subscribed, and each would wake to drop it. On a Cluster, channel needs
+// a hash tag, so that its inbox shares its slot (rlock's channels have
+// one).
+func Inbox(channel, id string) string {
+	return channel + Addressed + id
+}
 
 // Deadline starts the note of an addressed message that sets a time rather
 // than wakes: "@<tag> next <ms>" wakes the waiters named tag no later than

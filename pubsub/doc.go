@@ -51,8 +51,10 @@
 //   - A message addressed to the Subscriber ("@<id>", Addressed, id given
 //     to New) wakes one of its waiters, and no other Subscriber's: a lock
 //     that records which processes wait wakes one waiter in the whole
-//     deployment. Waiter.Done tells the channel's last waiter that it is
-//     the last, so that it can give such a wake-up back to the publisher.
+//     deployment. Sent on the Subscriber's Inbox for the channel, which it
+//     subscribes to with the channel, it reaches no other process at all.
+//     Waiter.Done tells the channel's last waiter that it is the last, so
+//     that it can give such a wake-up back to the publisher.
 //   - After the subscription is lost and made again (a reconnect, a slot
 //     migration), every waiter of the channel is woken: a message may have
 //     been published while nobody listened.

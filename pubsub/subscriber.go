@@ -27,7 +27,7 @@ var ErrClosed = errors.New("pubsub: closed")
 // Close stops them all.
 type Subscriber struct {
 	rc      rueidis.Client
-	id      string // the tag of messages addressed to this Subscriber (Addressed)
+	id      string // the tag of messages addressed to this Subscriber (Addressed), and of its inboxes
 	sharded bool
 	linger  time.Duration // how long a channel stays subscribed with no waiter
 	logger  *slog.Logger
@@ -50,11 +50,11 @@ type Subscriber struct {
 // that the subscription sits on the node owning the channel's slot, where
 // SPUBLISH delivers; otherwise it uses SUBSCRIBE. A nil logger discards.
 // id names the Subscriber in messages addressed to it ("@<id>", see
-// Addressed); it holds no space, and "" is no name. A channel whose last
-// waiter left stays subscribed for linger (0: none), so that a waiter that
-// comes back within it finds the subscription made: a channel waited on
-// once is likely to be waited on again, and each SUBSCRIBE and UNSUBSCRIBE
-// is a command. rc stays the caller's: Close does not close it.
+// Addressed) and its inboxes (Inbox); it holds no space, and "" is no
+// name. A channel whose last waiter left stays subscribed for linger (0:
+// none), so that a waiter that comes back within it finds the subscription
+// made: a channel waited on once is likely to be waited on again, and each
+// SUBSCRIBE and UNSUBSCRIBE is a command. rc stays the caller's: Close does not close it.
 func New(rc rueidis.Client, sharded bool, linger time.Duration, logger *slog.Logger, id string) *Subscriber {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -198,18 +198,28 @@ func (s *Subscriber) Close() error {
 	return nil
 }
 
-// subscribeCmd is the command that subscribes to channel.
+// subscribeCmd is the command that subscribes to channel and its inbox.
 func (s *Subscriber) subscribeCmd(channel string) rueidis.Completed {
 	if s.sharded {
-		return s.rc.B().Ssubscribe().Channel(channel).Build()
+		return s.rc.B().Ssubscribe().Channel(s.names(channel)...).Build()
 	}
-	return s.rc.B().Subscribe().Channel(channel).Build()
+	return s.rc.B().Subscribe().Channel(s.names(channel)...).Build()
 }
 
-// unsubscribeCmd is the command that unsubscribes from channel.
+// unsubscribeCmd is the command that unsubscribes from channel and its
+// inbox.
 func (s *Subscriber) unsubscribeCmd(channel string) rueidis.Completed {
 	if s.sharded {
-		return s.rc.B().Sunsubscribe().Channel(channel).Build()
+		return s.rc.B().Sunsubscribe().Channel(s.names(channel)...).Build()
 	}
-	return s.rc.B().Unsubscribe().Channel(channel).Build()
+	return s.rc.B().Unsubscribe().Channel(s.names(channel)...).Build()
+}
+
+// names returns channel and, for a Subscriber with an id, its Inbox: the
+// channels a subscription to channel listens on.
+func (s *Subscriber) names(channel string) []string {
+	if s.id == "" {
+		return []string{channel}
+	}
+	return []string{channel, Inbox(channel, s.id)}
 }
