@@ -4,14 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlock/rlock/internal/keys"
 	"github.com/rlock/rlock/internal/redistest"
+	"github.com/rlock/rlock/pubsub"
 	"github.com/rlock/rlock/rlock"
 )
 
@@ -49,11 +53,41 @@ func waitRecorded(t *testing.T, node *redistest.Node, k keys.Keys, n int64) {
 	})
 }
 
+// bystander subscribes to channel on a client of its own, as a process
+// would that waits there, and returns stop, which unsubscribes and
+// returns the messages heard.
+func bystander(t *testing.T, node *redistest.Node, channel string) (stop func() []string) {
+	rc := node.Client(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	var (
+		mu    sync.Mutex
+		heard []string
+		done  = make(chan error, 1)
+	)
+	go func() {
+		done <- rc.Receive(ctx, rc.B().Subscribe().Channel(channel).Build(), func(m rueidis.PubSubMessage) {
+			mu.Lock()
+			defer mu.Unlock()
+			heard = append(heard, m.Message)
+		})
+	}()
+	return func() []string {
+		cancel()
+		<-done
+		// Receive ends without unsubscribing.
+		require.NoError(t, rc.Do(t.Context(), rc.B().Unsubscribe().Channel(channel).Build()).Error())
+		mu.Lock()
+		defer mu.Unlock()
+		return heard
+	}
+}
+
 // TestReleaseWakesOneClient: eight waiters in eight Clients, each subscribed
 // to the lock's channel. Every release wakes one of them, in the order
 // their Clients began to wait, and no other: each handoff costs Redis
 // one release and one acquire, where a message to every Client cost a
-// refused acquire from each of the others.
+// refused acquire from each of the others. The wake-ups go to the Clients'
+// inboxes: a bystander on the lock's channel hears none of them.
 func TestReleaseWakesOneClient(t *testing.T) {
 	const waiters = 8
 	node := redistest.New(t, redistest.Config{})
@@ -72,7 +106,8 @@ func TestReleaseWakesOneClient(t *testing.T) {
 		lockAndReport(t, i, newRlock(t, node.Client(t)).Mutex(name), t.Context(), got)
 		waitRecorded(t, node, k, int64(i+1)) // one at a time: the order of waiting is known
 	}
-	redistest.WaitSubscribers(t, raw, k.Channel, waiters)
+	stop := bystander(t, node, k.Channel)
+	redistest.WaitSubscribers(t, raw, k.Channel, waiters+1)
 
 	before := redistest.ScriptCalls(t, raw)
 	require.NoError(t, holder.Unlock(hctx))
@@ -85,6 +120,9 @@ func TestReleaseWakesOneClient(t *testing.T) {
 	t.Logf("%d handoffs between %d Clients: %d scripts", waiters, waiters, scripts)
 	// The holder's release, then each waiter's acquire and release.
 	assert.Equal(t, 1+2*waiters, scripts, "scripts run: nobody but the waiter woken asked for the lock")
+	for _, m := range stop() {
+		assert.False(t, strings.HasPrefix(m, pubsub.Addressed), "the bystander heard %q, addressed to a Client", m)
+	}
 	redistest.AssertNoSubscribers(t, raw, k)
 	n, err := raw.Do(t.Context(), raw.B().Exists().Key(k.Queue).Build()).AsInt64()
 	require.NoError(t, err)

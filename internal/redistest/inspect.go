@@ -71,12 +71,42 @@ func WaitSubscribers(t testing.TB, rc rueidis.Client, channel string, n int64) {
 }
 
 // AssertNoSubscribers waits until nobody listens on a lock's unlock channel
-// any more, plainly or sharded, and fails t if someone still does after
-// Patience.
+// any more, nor on any Client's inbox for it (pubsub.Inbox), plainly or
+// sharded, and fails t if someone still does after Patience.
 func AssertNoSubscribers(t testing.TB, rc rueidis.Client, k keys.Keys) {
 	t.Helper()
 	WaitSubscribers(t, rc, k.Channel, 0)
+	Eventually(t, "no inbox for "+k.Channel, func(ctx context.Context) error {
+		inboxes, err := Inboxes(ctx, rc, k.Channel)
+		if err != nil {
+			return err
+		}
+		return Exactly("inboxes subscribed", len(inboxes), 0)
+	})
 }
+
+// Inboxes lists the Clients' inboxes for channel that someone listens on,
+// plainly or sharded, asking every node.
+func Inboxes(ctx context.Context, rc rueidis.Client, channel string) ([]string, error) {
+	pattern := globEscaper.Replace(channel) + "@*"
+	var out []string
+	for addr, node := range rc.Nodes() {
+		for _, cmd := range []rueidis.Completed{
+			node.B().PubsubChannels().Pattern(pattern).Build(),
+			node.B().PubsubShardchannels().Pattern(pattern).Build(),
+		} {
+			names, err := node.Do(ctx, cmd).AsStrSlice()
+			if err != nil {
+				return nil, fmt.Errorf("list the inboxes for %s on %s: %w", channel, addr, err)
+			}
+			out = append(out, names...)
+		}
+	}
+	return out, nil
+}
+
+// globEscaper escapes what a Redis glob pattern treats as special.
+var globEscaper = strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`, "]", `\]`)
 
 // Stats is a snapshot of a server's counters, from INFO commandstats and cpu.
 type Stats struct {
