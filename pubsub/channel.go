@@ -61,12 +61,16 @@ const Deadline = "next "
 const unsubscribeTimeout = time.Second
 
 // channel is one channel that local waiters wait on: their queue and the
-// goroutine that owns the channel's subscription. Every field but s, name
-// and done is guarded by s.mu.
+// goroutine that owns the channel's subscription. Every field but s,
+// name, listens and done is guarded by s.mu.
 type channel struct {
 	s    *Subscriber
 	name string
 	done chan struct{} // closed when run returns
+
+	// listens is what the subscription listens on: name and, for a
+	// Subscriber with an id, its Inbox.
+	listens []string
 
 	waiters  []*Waiter          // the queue, longest-waiting first
 	notes    map[*Waiter]string // the notes addressed to waiters (deliver) not yet taken
@@ -106,7 +110,11 @@ type attempt struct {
 const remakeLimit = 8
 
 func newChannel(s *Subscriber, name string) *channel {
-	return &channel{s: s, name: name, done: make(chan struct{})}
+	c := &channel{s: s, name: name, listens: []string{name}, done: make(chan struct{})}
+	if s.id != "" {
+		c.listens = append(c.listens, Inbox(name, s.id))
+	}
+	return c
 }
 
 // join appends a new waiter named tag to the queue, ready at once when the
@@ -329,7 +337,7 @@ func (c *channel) receive(a *attempt) error {
 			c.confirm(a)
 		}
 	})
-	return c.s.rc.Receive(ctx, c.s.subscribeCmd(c.name), func(m rueidis.PubSubMessage) {
+	return c.s.rc.Receive(ctx, c.s.subscribeCmd(c.listens), func(m rueidis.PubSubMessage) {
 		c.s.mu.Lock()
 		defer c.s.mu.Unlock()
 		switch {
@@ -417,7 +425,7 @@ func (c *channel) end(a *attempt, err error, failures int) int {
 func (c *channel) unsubscribe(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unsubscribeTimeout)
 	defer cancel()
-	err := c.s.rc.Do(ctx, c.s.unsubscribeCmd(c.name)).Error()
+	err := c.s.rc.Do(ctx, c.s.unsubscribeCmd(c.listens)).Error()
 	if err != nil && !errors.Is(err, rueidis.ErrClosing) {
 		c.s.logger.Warn("pubsub: unsubscribe failed; it ends with the connection", "channel", c.name, "err", err)
 	}

@@ -198,28 +198,18 @@ func (s *Subscriber) Close() error {
 	return nil
 }
 
-// subscribeCmd is the command that subscribes to channel and its inbox.
-func (s *Subscriber) subscribeCmd(channel string) rueidis.Completed {
+// subscribeCmd is the command that subscribes to channels.
+func (s *Subscriber) subscribeCmd(channels []string) rueidis.Completed {
 	if s.sharded {
-		return s.rc.B().Ssubscribe().Channel(s.names(channel)...).Build()
+		return s.rc.B().Ssubscribe().Channel(channels...).Build()
 	}
-	return s.rc.B().Subscribe().Channel(s.names(channel)...).Build()
+	return s.rc.B().Subscribe().Channel(channels...).Build()
 }
 
-// unsubscribeCmd is the command that unsubscribes from channel and its
-// inbox.
-func (s *Subscriber) unsubscribeCmd(channel string) rueidis.Completed {
+// unsubscribeCmd is the command that unsubscribes from channels.
+func (s *Subscriber) unsubscribeCmd(channels []string) rueidis.Completed {
 	if s.sharded {
-		return s.rc.B().Sunsubscribe().Channel(s.names(channel)...).Build()
+		return s.rc.B().Sunsubscribe().Channel(channels...).Build()
 	}
-	return s.rc.B().Unsubscribe().Channel(s.names(channel)...).Build()
-}
-
-// names returns channel and, for a Subscriber with an id, its Inbox: the
-// channels a subscription to channel listens on.
-func (s *Subscriber) names(channel string) []string {
-	if s.id == "" {
-		return []string{channel}
-	}
-	return []string{channel, Inbox(channel, s.id)}
+	return s.rc.B().Unsubscribe().Channel(channels...).Build()
 }
