@@ -41,8 +41,8 @@ const Addressed = "@"
 // and takes messages from both alike. Sent there, an addressed message
 // reaches one process: on channel, Redis would write it to every process
 // subscribed, and each would wake to drop it. On a Cluster, channel needs
-// a hash tag, so that its inbox shares its slot (rlock's channels have
-// one).
+// a hash tag, so that its inbox shares its slot (ErrNoHashTag; rlock's
+// channels have one).
 func Inbox(channel, id string) string {
 	return channel + Addressed + id
 }
@@ -298,10 +298,19 @@ func (c *channel) run() {
 		}
 		err := c.receive(a)
 		failures = c.end(a, err, failures)
-		if err != nil {
+		switch {
+		case err != nil:
 			// A Receive that did not end with Redis's own unsubscribe
 			// confirmation may leave the subscription on the server.
-			c.unsubscribe(a.ctx)
+			c.unsubscribe(a.ctx, c.listens)
+		case len(c.listens) > 1:
+			// Redis ended one name's subscription: a slot migration, or
+			// another Subscriber on this connection unsubscribed the
+			// channel, which they share (rueidis then ends every Receive
+			// of it). The inbox may be left, and only the inbox goes: it
+			// is this Subscriber's alone, where unsubscribing the channel
+			// would end the other's Receive in turn.
+			c.unsubscribe(a.ctx, c.listens[1:])
 		}
 	}
 }
@@ -418,14 +427,15 @@ func (c *channel) end(a *attempt, err error, failures int) int {
 	return failures
 }
 
-// unsubscribe ends the channel's subscription on the server, bounded by
+// unsubscribe ends the subscription of names, the channel's (listens)
+// or some of them, on the server, bounded by
 // unsubscribeTimeout even though ctx is done. It goes over the same
 // connection as the SUBSCRIBE (rueidis sends both on the node's first
 // pipeline), so it is processed after it.
-func (c *channel) unsubscribe(ctx context.Context) {
+func (c *channel) unsubscribe(ctx context.Context, names []string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unsubscribeTimeout)
 	defer cancel()
-	err := c.s.rc.Do(ctx, c.s.unsubscribeCmd(c.listens)).Error()
+	err := c.s.rc.Do(ctx, c.s.unsubscribeCmd(names)).Error()
 	if err != nil && !errors.Is(err, rueidis.ErrClosing) {
 		c.s.logger.Warn("pubsub: unsubscribe failed; it ends with the connection", "channel", c.name, "err", err)
 	}

@@ -15,15 +15,20 @@ import (
 )
 
 // TestCluster: on a Redis Cluster the sharded subscriptions live on the
-// masters that own the channels' slots, where SPUBLISH delivers. When a
-// slot moves, Redis drops the slot's subscriptions; the Subscriber
-// subscribes on the new owner and wakes every waiter of the channel.
+// masters that own the channels' slots, where SPUBLISH delivers, the
+// inboxes' beside their channels'. When a slot moves, Redis drops the
+// slot's subscriptions; the Subscriber subscribes on the new owner and
+// wakes every waiter of the channel. A channel without a hash tag, which
+// its inbox could not share, is refused.
 func TestCluster(t *testing.T) {
 	awaitRueidisRefresh(t)
 	cl := redistest.NewCluster(t, redistest.ClusterConfig{})
 	e := &env{sharded: true, rc: cl.Client(t), admin: cl.Client(t)}
-	e.subs = New(e.rc, true, 0, slog.New(slog.NewTextHandler(t.Output(), nil)), "")
+	e.subs = New(e.rc, true, 0, slog.New(slog.NewTextHandler(t.Output(), nil)), envID)
 	t.Cleanup(func() { require.NoError(t, e.subs.Close()) })
+
+	_, err := e.subs.Subscribe(t.Context(), channelName(t, "no-hash-tag"))
+	require.ErrorIs(t, err, ErrNoHashTag)
 
 	// One channel on each master.
 	chans := make([]string, redistest.DefaultClusterMasters)
@@ -51,12 +56,18 @@ func TestCluster(t *testing.T) {
 	requireQuiet(t, waiters[1][0], waiters[1][1], waiters[2][0], waiters[2][1])
 	require.EqualValues(t, 1, e.publish(t, moved), "subscribed on the slot's new master")
 	requireWoken(t, waiters[0][0])
+	require.EqualValues(t, 1, e.publishMessage(t, Inbox(moved, envID), Addressed+envID), "the inbox, on the slot's new master")
+	requireWoken(t, waiters[0][0])
+	requireQuiet(t, waiters[0][1])
 
 	for _, ws := range waiters {
 		ws[0].Done(false)
 		ws[1].Done(false)
 	}
 	e.requireGone(t, chans...)
+	for _, ch := range chans {
+		e.requireGone(t, Inbox(ch, envID))
+	}
 }
 
 // awaitRueidisRefresh waits, once t and its other clean-ups are done, for

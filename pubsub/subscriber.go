@@ -13,10 +13,15 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/rlock/rlock/internal/alarm"
+	"github.com/rlock/rlock/internal/slot"
 )
 
 // ErrClosed is returned by Subscribe once the Subscriber is closed.
 var ErrClosed = errors.New("pubsub: closed")
+
+// ErrNoHashTag is returned by Subscribe, on a Redis Cluster, for a channel
+// without a hash tag, which its inbox could not share (Inbox).
+var ErrNoHashTag = errors.New("pubsub: on a Redis Cluster, a channel needs a hash tag, which its inbox shares")
 
 // Subscriber keeps one subscription per channel that local waiters wait on,
 // and wakes those waiters. It is safe for concurrent use.
@@ -29,6 +34,7 @@ type Subscriber struct {
 	rc      rueidis.Client
 	id      string // the tag of messages addressed to this Subscriber (Addressed), and of its inboxes
 	sharded bool
+	tagged  bool          // channels need a hash tag: their inbox shares their slot (ErrNoHashTag)
 	linger  time.Duration // how long a channel stays subscribed with no waiter
 	logger  *slog.Logger
 	ctx     context.Context    // parent of every subscription; done once Close begins
@@ -51,7 +57,8 @@ type Subscriber struct {
 // SPUBLISH delivers; otherwise it uses SUBSCRIBE. A nil logger discards.
 // id names the Subscriber in messages addressed to it ("@<id>", see
 // Addressed) and its inboxes (Inbox); it holds no space, and "" is no
-// name. A channel whose last waiter left stays subscribed for linger (0:
+// name. On a Redis Cluster, a Subscriber with an id subscribes only to
+// channels with a hash tag (ErrNoHashTag), which rlock's all have. A channel whose last waiter left stays subscribed for linger (0:
 // none), so that a waiter that comes back within it finds the subscription
 // made: a channel waited on once is likely to be waited on again, and each
 // SUBSCRIBE and UNSUBSCRIBE is a command. rc stays the caller's: Close does not close it.
@@ -64,6 +71,7 @@ func New(rc rueidis.Client, sharded bool, linger time.Duration, logger *slog.Log
 		rc:       rc,
 		id:       id,
 		sharded:  sharded,
+		tagged:   sharded && id != "" && rc.Mode() == rueidis.ClientModeCluster,
 		linger:   linger,
 		logger:   logger,
 		ctx:      ctx,
@@ -89,7 +97,8 @@ func New(rc rueidis.Client, sharded bool, linger time.Duration, logger *slog.Log
 // ctx bounds the wait for the confirmation: when it ends first, Subscribe
 // returns ctx's error, wrapped. A subscription that Redis refuses fails the
 // waiters that wait for it with Redis's error. After Close, Subscribe
-// returns ErrClosed. The caller must end every Waiter it gets with Done.
+// returns ErrClosed; on a Cluster, for a channel without a hash tag,
+// ErrNoHashTag (see New). The caller must end every Waiter it gets with Done.
 func (s *Subscriber) Subscribe(ctx context.Context, channel string) (*Waiter, error) {
 	return s.SubscribeAs(ctx, channel, "")
 }
@@ -101,6 +110,9 @@ func (s *Subscriber) Subscribe(ctx context.Context, channel string) (*Waiter, er
 func (s *Subscriber) SubscribeAs(ctx context.Context, channel, tag string) (*Waiter, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("pubsub: subscribe %s: %w", channel, err)
+	}
+	if _, ok := slot.HashTag(channel); s.tagged && !ok {
+		return nil, fmt.Errorf("pubsub: subscribe %s: %w", channel, ErrNoHashTag)
 	}
 	s.mu.Lock()
 	if s.closed {
