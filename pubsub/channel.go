@@ -427,11 +427,10 @@ func (c *channel) end(a *attempt, err error, failures int) int {
 	return failures
 }
 
-// unsubscribe ends the subscription of names, the channel's (listens)
-// or some of them, on the server, bounded by
-// unsubscribeTimeout even though ctx is done. It goes over the same
-// connection as the SUBSCRIBE (rueidis sends both on the node's first
-// pipeline), so it is processed after it.
+// unsubscribe ends the subscription of names (the channel's listens, or
+// some of them) on the server, bounded by unsubscribeTimeout even though
+// ctx is done. It goes over the same connection as the SUBSCRIBE (rueidis
+// sends both on the node's first pipeline), so it is processed after it.
 func (c *channel) unsubscribe(ctx context.Context, names []string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unsubscribeTimeout)
 	defer cancel()
