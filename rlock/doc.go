@@ -180,7 +180,8 @@
 // would run out (an expiring lock publishes nothing). One Unlock wakes one
 // waiter in the whole deployment: Redis records which Clients wait, and
 // the Unlock wakes the longest-waiting waiter of the Client that has
-// waited longest. (A Client whose process died while it waited swallows
+// waited longest, by a message on that Client's own inbox beside the
+// channel, which no other process receives. (A Client whose process died while it waited swallows
 // that wake-up; the next waiter then asks when the lease it was told of
 // runs out. A Client closed while it waits passes it on.)
 //
