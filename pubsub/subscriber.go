@@ -111,8 +111,10 @@ func (s *Subscriber) SubscribeAs(ctx context.Context, channel, tag string) (*Wai
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("pubsub: subscribe %s: %w", channel, err)
 	}
-	if _, ok := slot.HashTag(channel); s.tagged && !ok {
-		return nil, fmt.Errorf("pubsub: subscribe %s: %w", channel, ErrNoHashTag)
+	if s.tagged {
+		if _, ok := slot.HashTag(channel); !ok {
+			return nil, fmt.Errorf("pubsub: subscribe %s: %w", channel, ErrNoHashTag)
+		}
 	}
 	s.mu.Lock()
 	if s.closed {
