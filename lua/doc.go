@@ -199,19 +199,19 @@
 //	                       last waiter
 //
 // The queue's key expires after its longest entry and goes when the last
-// waiter leaves; a waiter whose own lease passed is dropped when it
-// reaches the head. The watchdog renews an entry's W#exp as it renews a
-// hold. The release that frees a fair lock hands it, in the same call, to
-// the live waiter longest in the queue. When that waiter is the heir the
-// release names (a waiter of the releaser's Client, ARGV[8..10] as for
-// release.lua), the grant is in the reply ({Handed, token}), its seq on
-// the lock is the one reserved for it, and nothing is published to it;
-// otherwise the release publishes '@<W> <seq> <token>' on the inbox of
-// that waiter's Client (its seq on the lock is its queued call's). Either way the
-// waiter after W is told '@<next> next <ms>': if W died, or its fixed
+// waiter leaves; a waiter whose own lease passed is dropped when it reaches
+// the head. The watchdog renews an entry's W#exp as it renews a hold. The
+// release that frees a fair lock hands it, in the same call, to the live
+// waiter longest in the queue. When that waiter is the heir the release
+// names (a waiter of the releaser's Client, ARGV[8..10] as for
+// release.lua), the grant is in the reply ({Handed, token}), its seq on the
+// lock is the one reserved for it, and nothing is published to it;
+// otherwise the release publishes '@<W> <seq> <token>' on the inbox of that
+// waiter's Client (its seq on the lock is its queued call's). Either way
+// the waiter after W is told '@<next> next <ms>': if W died, or its fixed
 // lease runs out, the lock expires in ms, and that waiter must ask for it
-// then (not a waiter of W's own Client when the watchdog renews W's
-// lease: that lease ends only with W's process, and the waiter's).
+// then (not a waiter of W's own Client when the watchdog renews W's lease:
+// that lease ends only with W's process, and the waiter's).
 //
 // RWMutex (rw_*.lua, rw.lua): a Mutex's keys, on its own base, whose
 // hash holds, for owner base B (<clientID>:<ownerToken>):

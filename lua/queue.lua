@@ -106,15 +106,14 @@ end
 -- giveTo makes waiter w, the head of queue, the owner of the free lock
 -- hash: count 1, the next fencing token of counter, w's seq on the lock
 -- wseq, the lease ms (renewed: by the watchdog, else marked fixed, as
--- hold.lua's take marks a hold); and takes w out of
--- queue. The waiter after it (after, w's #next), if any, is told
--- '@<after> next <ms>' on its inbox for channel (client.lua; pub:
--- 'publish' or 'spublish'): if w
--- died, or its fixed lease runs out, the lock expires then, and that
--- waiter must ask for it. Not when it is of w's Client and the lease is
--- renewed: such a lease ends only when w's process dies, and the waiter
--- with it. It returns the token, or nil and an error reply when counter
--- is not a counter, having written nothing.
+-- hold.lua's take marks a hold); and takes w out of queue. The waiter after
+-- it (after, w's #next), if any, is told '@<after> next <ms>' on its inbox
+-- for channel (client.lua; pub: 'publish' or 'spublish'): if w died, or its
+-- fixed lease runs out, the lock expires then, and that waiter must ask for
+-- it. Not when it is of w's Client and the lease is renewed: such a lease
+-- ends only when w's process dies, and the waiter with it. It returns the
+-- token, or nil and an error reply when counter is not a counter, having
+-- written nothing.
 local function giveTo(hash, counter, queue, channel, pub, w, after, wseq, ms, renewed)
     local token, err = nextToken(counter)
     if not token then
@@ -133,10 +132,9 @@ end
 -- handOver grants the free lock hash to waiter w, the head of queue whose
 -- entry head read as e, with the lease the entry asks for, and tells it
 -- with a message addressed to it on its inbox for channel: '@<w> <seq>
--- <token>', seq
--- being that of w's call that queued it last, which is now w's seq on the
--- lock. It returns an error reply when counter is not a counter, having
--- written nothing.
+-- <token>', seq being that of w's call that queued it last, which is now
+-- w's seq on the lock. It returns an error reply when counter is not a
+-- counter, having written nothing.
 local function handOver(hash, counter, queue, channel, pub, w, e, now)
     local wseq, lease, renewed = e[3], e[4], e[4] == '0'
     if renewed then

@@ -9,14 +9,14 @@
 -- release that frees a lock someone waits for takes the Client longest in
 -- it out and publishes '@<clientID>' (pubsub.Addressed) on that Client's
 -- inbox (client.lua), where only it listens and whose Subscriber turns it
--- into a wake-up of one of its waiters. A Client that is not in the
--- record, or a record that is gone, costs a broadcast ('unlocked': one
--- waiter in every Client) rather than a lost wake-up, so the record is a
--- saving, never a promise: a key of the wrong type, or one that expired,
--- only makes the release wake every Client as before. A woken Client keeps its place as a mark
--- (its score raised by woken): if its waiter loses the freed lock to an
--- owner passing by, its refusal puts it back where it was, ahead of the
--- Clients that came after it, rather than last. The key expires a
+-- into a wake-up of one of its waiters. A Client that is not in the record,
+-- or a record that is gone, costs a broadcast ('unlocked': one waiter in
+-- every Client) rather than a lost wake-up, so the record is a saving,
+-- never a promise: a key of the wrong type, or one that expired, only makes
+-- the release wake every Client as before. A woken Client keeps its place
+-- as a mark (its score raised by woken): if its waiter loses the freed lock
+-- to an owner passing by, its refusal puts it back where it was, ahead of
+-- the Clients that came after it, rather than last. The key expires a
 -- watchdog lease after the holder's lease at the latest refusal.
 
 -- woken is what a woken Client's mark adds to its score: a mark sorts

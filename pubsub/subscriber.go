@@ -52,16 +52,18 @@ type Subscriber struct {
 }
 
 // New returns a Subscriber that subscribes through rc. sharded selects
-// sharded pub/sub (SSUBSCRIBE, SUNSUBSCRIBE), which a Redis Cluster needs so
-// that the subscription sits on the node owning the channel's slot, where
-// SPUBLISH delivers; otherwise it uses SUBSCRIBE. A nil logger discards.
-// id names the Subscriber in messages addressed to it ("@<id>", see
-// Addressed) and its inboxes (Inbox); it holds no space, and "" is no
+// sharded pub/sub (SSUBSCRIBE, SUNSUBSCRIBE), which a Redis Cluster needs
+// so that the subscription sits on the node owning the channel's slot,
+// where SPUBLISH delivers; otherwise it uses SUBSCRIBE. A nil logger
+// discards. id names the Subscriber in messages addressed to it ("@<id>",
+// see Addressed) and its inboxes (Inbox); it holds no space, and "" is no
 // name. On a Redis Cluster, a Subscriber with an id subscribes only to
-// channels with a hash tag (ErrNoHashTag), which rlock's all have. A channel whose last waiter left stays subscribed for linger (0:
-// none), so that a waiter that comes back within it finds the subscription
-// made: a channel waited on once is likely to be waited on again, and each
-// SUBSCRIBE and UNSUBSCRIBE is a command. rc stays the caller's: Close does not close it.
+// channels with a hash tag (ErrNoHashTag), which rlock's all have. A
+// channel whose last waiter left stays subscribed for linger (0: none), so
+// that a waiter that comes back within it finds the subscription made: a
+// channel waited on once is likely to be waited on again, and each
+// SUBSCRIBE and UNSUBSCRIBE is a command. rc stays the caller's: Close does
+// not close it.
 func New(rc rueidis.Client, sharded bool, linger time.Duration, logger *slog.Logger, id string) *Subscriber {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -98,7 +100,8 @@ func New(rc rueidis.Client, sharded bool, linger time.Duration, logger *slog.Log
 // returns ctx's error, wrapped. A subscription that Redis refuses fails the
 // waiters that wait for it with Redis's error. After Close, Subscribe
 // returns ErrClosed; on a Cluster, for a channel without a hash tag,
-// ErrNoHashTag (see New). The caller must end every Waiter it gets with Done.
+// ErrNoHashTag (see New). The caller must end every Waiter it gets with
+// Done.
 func (s *Subscriber) Subscribe(ctx context.Context, channel string) (*Waiter, error) {
 	return s.SubscribeAs(ctx, channel, "")
 }

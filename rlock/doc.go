@@ -176,14 +176,15 @@
 // less hands the lock to the watchdog as Lock does.
 //
 // A waiter does not poll. It subscribes to the lock's unlock channel, tries
-// the lock, and sleeps until an Unlock wakes it, or until the holder's lease
-// would run out (an expiring lock publishes nothing). One Unlock wakes one
-// waiter in the whole deployment: Redis records which Clients wait, and
-// the Unlock wakes the longest-waiting waiter of the Client that has
-// waited longest, by a message on that Client's own inbox beside the
-// channel, which no other process receives. (A Client whose process died while it waited swallows
-// that wake-up; the next waiter then asks when the lease it was told of
-// runs out. A Client closed while it waits passes it on.)
+// the lock, and sleeps until an Unlock wakes it, or until the holder's
+// lease would run out (an expiring lock publishes nothing). One Unlock
+// wakes one waiter in the whole deployment: Redis records which Clients
+// wait, and the Unlock wakes the longest-waiting waiter of the Client that
+// has waited longest, by a message on that Client's own inbox beside the
+// channel, which no other process receives. (A Client whose process died
+// while it waited swallows that wake-up; the next waiter then asks when the
+// lease it was told of runs out. A Client closed while it waits passes it
+// on.)
 //
 // An Unlock that frees a Mutex some owner of the same Client waits for
 // hands it to that waiter in the release script itself: the waiter holds
