@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -218,7 +217,7 @@ func (s *Sentinel) Failover(ctx context.Context) error {
 
 // KillMaster kills the master, as a crash would, and returns once every
 // sentinel names the replica master and it answers ROLE as one; then, once
-// every sentinel has had an answer from the new master (heard), it restarts
+// every sentinel has heard the new master answer a PING, it restarts
 // the killed node, empty, and waits until the sentinels have made it a
 // replica of the new master, in sync. Holds that the replica had not
 // received are lost. Restarted sooner, the empty node would be there to be
@@ -331,10 +330,11 @@ func (s *Sentinel) watching(ctx context.Context) error {
 	return nil
 }
 
-// heard reports why a sentinel may not yet know the master it names as
-// up, or nil once each has had an answer to a PING from it within
-// downAfter and flags it master and nothing else (not down, not failing
-// over).
+// heard reports why a sentinel may not yet have heard the master it names,
+// or nil once each flags it master and nothing else (not down, not failing
+// over) and has no PING to it unanswered (last-ping-sent 0). A sentinel's
+// new record of a node counts a PING as sent from the moment it is made,
+// so a record that shows none has had an answer.
 func (s *Sentinel) heard(ctx context.Context) error {
 	for _, m := range s.sentinels {
 		rc := m.admin
@@ -342,9 +342,8 @@ func (s *Sentinel) heard(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		pong, err := strconv.ParseInt(fields["last-ok-ping-reply"], 10, 64)
-		if err != nil || fields["flags"] != "master" || time.Duration(pong)*time.Millisecond >= downAfter {
-			return fmt.Errorf("sentinel %s sees the master as %s, its last answer %s ms ago", m.Addr(), fields["flags"], fields["last-ok-ping-reply"])
+		if fields["flags"] != "master" || fields["last-ping-sent"] != "0" {
+			return fmt.Errorf("sentinel %s sees the master as %s, a PING unanswered for %s ms", m.Addr(), fields["flags"], fields["last-ping-sent"])
 		}
 	}
 	return nil

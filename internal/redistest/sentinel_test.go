@@ -68,3 +68,37 @@ func TestSentinel(t *testing.T) {
 	}, 20*time.Second, 100*time.Millisecond, "the sentinels make the old master a replica of the new one")
 	t.Logf("old master became a replica %v after the write", time.Since(start))
 }
+
+// TestSentinelKillMaster kills the master: the replica, which had every
+// write (WAIT), is promoted, and the killed node comes back empty as its
+// replica, in sync, without taking the master's place again.
+func TestSentinelKillMaster(t *testing.T) {
+	s := NewSentinel(t, SentinelConfig{})
+	ctx := t.Context()
+	old, err := s.Master(ctx)
+	require.NoError(t, err)
+	oldClient := old.Client(t)
+	key := "redistest:sentinel:" + t.Name()
+	require.NoError(t, oldClient.Do(ctx, oldClient.B().Set().Key(key).Value("kept").Build()).Error())
+	acked, err := oldClient.Do(ctx, oldClient.B().Wait().Numreplicas(1).Timeout(5000).Build()).AsInt64()
+	require.NoError(t, err)
+	require.EqualValues(t, 1, acked, "the replica has the write")
+
+	start := time.Now()
+	require.NoError(t, s.KillMaster(ctx))
+	t.Logf("kill, promotion and the killed node's return as a replica took %v", time.Since(start))
+	next, err := s.Master(ctx)
+	require.NoError(t, err)
+	require.NotSame(t, old, next, "the replica is master")
+	nextClient := next.Client(t)
+	got, err := nextClient.Do(ctx, nextClient.B().Get().Key(key).Build()).ToString()
+	require.NoError(t, err)
+	require.Equal(t, "kept", got, "the new master has what the replica had")
+	got, err = oldClient.Do(ctx, oldClient.B().Get().Key(key).Build()).ToString()
+	require.NoError(t, err, "the restarted node, in sync with the new master, has it too")
+	require.Equal(t, "kept", got)
+	role, err := oldClient.Do(ctx, oldClient.B().Role().Build()).ToArray()
+	require.NoError(t, err)
+	kind, _ := role[0].ToString()
+	require.Equal(t, "slave", kind, "the restarted node is a replica")
+}
