@@ -287,10 +287,20 @@ func (c *channel) run() {
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	failures := 0
+	ended := false // Redis ended the last Receive: the channel may be left subscribed
 	for {
-		a, ok := c.begin()
+		a, ok := c.begin(ended)
 		if !ok {
 			return
+		}
+		if a == nil {
+			// A SUBSCRIBE that another Subscriber's UNSUBSCRIBE of the
+			// channel overtook on this connection ended the Receive before
+			// Redis ran it, and then subscribed the channel again, with
+			// nobody listening. Its last waiter gone, the channel goes too.
+			c.unsubscribe(c.s.ctx, c.listens[:1])
+			ended = false
+			continue
 		}
 		if failures > 0 && !sleep(a.ctx, retry, backoff(failures)) {
 			failures = c.end(a, a.ctx.Err(), failures)
@@ -298,6 +308,7 @@ func (c *channel) run() {
 		}
 		err := c.receive(a)
 		failures = c.end(a, err, failures)
+		ended = err == nil
 		switch {
 		case err != nil:
 			// A Receive that did not end with Redis's own unsubscribe
@@ -316,11 +327,16 @@ func (c *channel) run() {
 }
 
 // begin starts a subscription attempt, or, when the channel has no waiters
-// left or the Subscriber is closed, removes the channel and reports false.
-func (c *channel) begin() (*attempt, bool) {
+// left or the Subscriber is closed, removes the channel and reports false;
+// but if Redis ended the last attempt (ended), it first returns no attempt,
+// for run to unsubscribe the channel while it is still there to be joined.
+func (c *channel) begin(ended bool) (*attempt, bool) {
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
 	if c.s.closed || len(c.waiters) == 0 {
+		if ended {
+			return nil, true
+		}
 		delete(c.s.channels, c.name)
 		c.s.live.Add(-1)
 		return nil, false
@@ -341,8 +357,15 @@ func (c *channel) begin() (*attempt, bool) {
 // goroutine blocks once 16 messages wait for it, so the handler only takes
 // the lock and makes a non-blocking send.
 func (c *channel) receive(a *attempt) error {
+	// The confirmation is the last name's: the inbox, where a Subscriber
+	// has one. rueidis runs the hook of every Receive on the connection
+	// that listens on a name, so the channel's would be confirmed again
+	// by each other Subscriber's SUBSCRIBE of it there (taken for a lost
+	// subscription made again, it woke every waiter, and at remakeLimit
+	// unsubscribed, ending the others' Receive: a storm).
+	last := c.listens[len(c.listens)-1]
 	ctx := rueidis.WithOnSubscriptionHook(a.ctx, func(sub rueidis.PubSubSubscription) {
-		if sub.Channel == c.name && (sub.Kind == "subscribe" || sub.Kind == "ssubscribe") {
+		if sub.Channel == last && (sub.Kind == "subscribe" || sub.Kind == "ssubscribe") {
 			c.confirm(a)
 		}
 	})

@@ -101,3 +101,77 @@ func TestSharedConnectionChurn(t *testing.T) {
 		require.NoError(t, s.Close())
 	}
 }
+
+// TestSharedConnectionQuiet: ten Subscribers on one connection, one waiter
+// each on one channel. Each SUBSCRIBE of the channel is confirmed to every
+// Receive on the connection that listens there; taken as the Subscriber's
+// own confirmation, it counted as the subscription made again, woke every
+// waiter and, at the eighth, was remade, whose UNSUBSCRIBE ended everyone's
+// Receive: thousands of SUBSCRIBEs a second without end. Once all are
+// subscribed, nothing is sent and nobody is woken.
+func TestSharedConnectionQuiet(t *testing.T) {
+	node := redistest.New(t, redistest.Config{})
+	rc := node.Client(t)
+	admin := node.Client(t)
+	ch := channelName(t, "{unlock}")
+	waiters := make([]*Waiter, 10)
+	for i := range waiters {
+		s := New(rc, false, 0, nil, fmt.Sprintf("sub%d", i))
+		t.Cleanup(func() { require.NoError(t, s.Close()) })
+		w, err := s.Subscribe(t.Context(), ch)
+		require.NoError(t, err)
+		waiters[i] = w
+	}
+	time.Sleep(quietFor) // what the last Subscribe set off, if anything
+	for _, w := range waiters {
+		woken(w)
+	}
+	before := redistest.ReadStats(t, admin).Calls
+	requireQuiet(t, waiters...)
+	after := redistest.ReadStats(t, admin).Calls
+	assert.Equal(t, before["subscribe"], after["subscribe"], "SUBSCRIBEs while nothing changed")
+	assert.Equal(t, before["unsubscribe"], after["unsubscribe"], "UNSUBSCRIBEs while nothing changed")
+	for _, w := range waiters {
+		w.Done(false)
+	}
+}
+
+// TestSharedConnectionAbandonedSubscribe: Subscribers A and B on one
+// connection. A's waiter leaves as B's arrives, for a short while only:
+// A's UNSUBSCRIBE, answered first, ends B's Receive before Redis has run
+// B's SUBSCRIBE, which then subscribes the channel again, and B's waiter
+// gives up. Once both have let the channel go, the server has no
+// subscription left, round after round.
+func TestSharedConnectionAbandonedSubscribe(t *testing.T) {
+	node := redistest.New(t, redistest.Config{})
+	rc := node.Client(t)
+	e := &env{node: node, rc: rc, admin: node.Client(t)}
+	a := New(rc, false, 0, nil, "sub-a")
+	b := New(rc, false, 0, nil, "sub-b")
+	t.Cleanup(func() {
+		require.NoError(t, a.Close())
+		require.NoError(t, b.Close())
+	})
+	ch := channelName(t, "{unlock}")
+	rng := rand.New(rand.NewPCG(1, 2))
+	for r := range 300 {
+		wa, err := a.Subscribe(t.Context(), ch)
+		require.NoError(t, err)
+		bctx, cancel := context.WithTimeout(t.Context(), time.Millisecond+time.Duration(rng.IntN(8000))*time.Microsecond)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if w, err := b.Subscribe(bctx, ch); err == nil {
+				w.Done(false)
+			}
+		}()
+		time.Sleep(time.Duration(rng.IntN(300)) * time.Microsecond)
+		wa.Done(false)
+		<-done
+		cancel()
+		require.Eventually(t, func() bool { return a.Channels() == 0 && b.Channels() == 0 }, wakeWithin, time.Millisecond, "round %d: both let the channel go", r)
+		for _, name := range []string{ch, Inbox(ch, "sub-a"), Inbox(ch, "sub-b")} {
+			require.Zero(t, e.numsub(t, name), "round %d: %s still subscribed", r, name)
+		}
+	}
+}

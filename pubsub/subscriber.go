@@ -57,7 +57,9 @@ type Subscriber struct {
 // where SPUBLISH delivers; otherwise it uses SUBSCRIBE. A nil logger
 // discards. id names the Subscriber in messages addressed to it ("@<id>",
 // see Addressed) and its inboxes (Inbox); it holds no space, and "" is no
-// name. On a Redis Cluster, a Subscriber with an id subscribes only to
+// name. Subscribers that share rc need distinct ids: one without an id
+// takes another's SUBSCRIBE of a channel they share for its own
+// subscription made again, and wakes its waiters. On a Redis Cluster, a Subscriber with an id subscribes only to
 // channels with a hash tag (ErrNoHashTag), which rlock's all have. A
 // channel whose last waiter left stays subscribed for linger (0: none), so
 // that a waiter that comes back within it finds the subscription made: a
