@@ -1,9 +1,7 @@
 package lua_test
 
 import (
-	"context"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -235,31 +233,13 @@ func TestRWWriteReleaseAdmitsWaitingReaders(t *testing.T) {
 // TestRWReleasePublishesWakeAll: a write release that someone waits for
 // tells the channel pubsub.WakeAll, the message that wakes every waiter.
 func TestRWReleasePublishesWakeAll(t *testing.T) {
-	rc := redistest.Shared(t).Client(t)
+	node := redistest.Shared(t)
+	rc := node.Client(t)
 	k := lockKeys(t)
 	require.Equal(t, lua.Granted, lua.Code(writer("w", 1, 1).acquire(t, rc, k)[0]))
 	require.Equal(t, lua.Refused, lua.Code(reader("r", 1, 1).acquire(t, rc, k)[0]), "a reader waits")
 
-	got := make(chan string, 1)
-	subscribed := make(chan struct{})
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	go func() {
-		var once sync.Once
-		sub := rueidis.WithOnSubscriptionHook(ctx, func(rueidis.PubSubSubscription) { once.Do(func() { close(subscribed) }) })
-		_ = rc.Receive(sub, rc.B().Subscribe().Channel(k.Channel).Build(), func(m rueidis.PubSubMessage) {
-			select {
-			case got <- m.Message:
-			default:
-			}
-		})
-	}()
-	<-subscribed
+	messages := listen(t, node, k.Channel)
 	assert.Equal(t, reply(lua.Freed, 0), writer("w", 2, 0).release(t, rc, k))
-	select {
-	case m := <-got:
-		assert.Equal(t, pubsub.WakeAll, m)
-	case <-time.After(5 * time.Second):
-		t.Fatal("no message on the channel")
-	}
+	assert.Equal(t, pubsub.WakeAll, next(t, messages))
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
@@ -244,42 +243,17 @@ func TestWrongTypeWritesNothing(t *testing.T) {
 // acquire was refused meanwhile, and not otherwise.
 func TestReleasePublishesOnlyToWaiters(t *testing.T) {
 	node := redistest.Shared(t)
-	rc, sub := node.Client(t), node.Client(t)
+	rc := node.Client(t)
 	k := lockKeys(t)
-
-	messages := make(chan string, 4)
-	subscribed := make(chan struct{})
-	done := make(chan error)
-	ctx := rueidis.WithOnSubscriptionHook(t.Context(), func(s rueidis.PubSubSubscription) {
-		if s.Kind == "subscribe" {
-			close(subscribed)
-		}
-	})
-	go func() {
-		done <- sub.Receive(ctx, sub.B().Subscribe().Channel(k.Channel).Build(), func(m rueidis.PubSubMessage) {
-			messages <- m.Message
-		})
-	}()
-	select {
-	case <-subscribed:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the subscription was not confirmed")
-	}
+	messages := listen(t, node, k.Channel)
 
 	call{owner: "a", seq: 1, count: 1}.acquire(t, rc, k)
 	assert.Equal(t, reply(lua.Freed, 0), call{owner: "a", seq: 2, count: 0}.release(t, rc, k))
 	call{owner: "a", seq: 3, count: 1}.acquire(t, rc, k)
 	assert.Equal(t, lua.Refused, lua.Code(call{owner: "b", seq: 1, count: 1}.acquire(t, rc, k)[0]), "b waits")
 	assert.Equal(t, reply(lua.Freed, 0), call{owner: "a", seq: 4, count: 0}.release(t, rc, k))
-	select {
-	case m := <-messages:
-		assert.Equal(t, "unlocked", m, "the release with a waiter publishes")
-	case <-time.After(5 * time.Second):
-		t.Fatal("the release with a waiter published nothing")
-	}
+	assert.Equal(t, "unlocked", next(t, messages), "the release with a waiter publishes")
 	assert.Empty(t, messages, "the release without waiters published nothing")
-	require.NoError(t, sub.Do(t.Context(), sub.B().Unsubscribe().Channel(k.Channel).Build()).Error())
-	require.NoError(t, <-done)
 }
 
 func TestForceRelease(t *testing.T) {
