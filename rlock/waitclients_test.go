@@ -185,3 +185,42 @@ func TestClosedClientCostsALease(t *testing.T) {
 	assert.Equal(t, 1, h.i, "the waiter whose Client is open")
 	require.NoError(t, h.mu.Unlock(h.ctx))
 }
+
+// TestClientsSharingOneConnection: ten Clients on one rueidis client, as a
+// process with one connection to Redis may make them, each with a waiter
+// on one lock. While the holder holds, Redis sees nothing from them: no
+// SUBSCRIBE and no acquire (each Client's subscription is confirmed on
+// its own inbox; confirmed on the shared channel, each Client took the
+// others' SUBSCRIBEs for its subscription made again, woke its waiter to
+// ask, and resubscribed without end). Then every release hands the lock to
+// the Client waiting longest, and nothing stays subscribed.
+func TestClientsSharingOneConnection(t *testing.T) {
+	const waiters = 10
+	node := redistest.New(t, redistest.Config{})
+	shared, raw := node.Client(t), node.Client(t)
+	name := redistest.LockName(t)
+	k := lockKeys(name)
+	holder := newRlock(t, node.Client(t)).Mutex(name)
+	hctx, err := holder.Lock(t.Context())
+	require.NoError(t, err)
+
+	got := make(chan held, waiters)
+	for i := range waiters {
+		lockAndReport(t, i, newRlock(t, shared).Mutex(name), t.Context(), got)
+		waitRecorded(t, node, k, int64(i+1))
+	}
+	time.Sleep(200 * time.Millisecond) // what the last waiter set off, if anything
+	before := redistest.ReadStats(t, raw)
+	time.Sleep(time.Second)
+	after := redistest.ReadStats(t, raw)
+	assert.Equal(t, before.Calls["subscribe"], after.Calls["subscribe"], "SUBSCRIBEs while the holder held")
+	assert.Equal(t, before.Scripts(), after.Scripts(), "scripts while the holder held")
+
+	require.NoError(t, holder.Unlock(hctx))
+	for i := range waiters {
+		h := receive(t, got, fmt.Sprintf("handoff %d", i))
+		assert.Equal(t, i, h.i, "handoff %d goes to the Client waiting longest", i)
+		require.NoError(t, h.mu.Unlock(h.ctx))
+	}
+	redistest.AssertNoSubscribers(t, raw, k)
+}
