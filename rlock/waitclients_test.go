@@ -201,7 +201,7 @@ func TestClientsSharingOneConnection(t *testing.T) {
 	name := redistest.LockName(t)
 	k := lockKeys(name)
 	holder := newRlock(t, node.Client(t)).Mutex(name)
-	hctx, err := holder.Lock(t.Context())
+	hctx, err := holder.LockFor(t.Context(), time.Minute) // no watchdog renewal in the quiet second
 	require.NoError(t, err)
 
 	got := make(chan held, waiters)
