@@ -294,10 +294,11 @@ func (c *channel) run() {
 			return
 		}
 		if a == nil {
-			// A SUBSCRIBE that another Subscriber's UNSUBSCRIBE of the
-			// channel overtook on this connection ended the Receive before
-			// Redis ran it, and then subscribed the channel again, with
-			// nobody listening. Its last waiter gone, the channel goes too.
+			// Redis ended the last Receive, and its waiters are gone. It
+			// may have been ended by another Subscriber's UNSUBSCRIBE of
+			// the channel on this connection, which overtook its SUBSCRIBE:
+			// Redis then ran the SUBSCRIBE, with nobody listening. So the
+			// channel is unsubscribed before it goes.
 			c.unsubscribe(c.s.ctx, c.listens[:1])
 			ended = false
 			continue

@@ -59,13 +59,13 @@ type Subscriber struct {
 // see Addressed) and its inboxes (Inbox); it holds no space, and "" is no
 // name. Subscribers that share rc need distinct ids: one without an id
 // takes another's SUBSCRIBE of a channel they share for its own
-// subscription made again, and wakes its waiters. On a Redis Cluster, a Subscriber with an id subscribes only to
-// channels with a hash tag (ErrNoHashTag), which rlock's all have. A
-// channel whose last waiter left stays subscribed for linger (0: none), so
-// that a waiter that comes back within it finds the subscription made: a
-// channel waited on once is likely to be waited on again, and each
-// SUBSCRIBE and UNSUBSCRIBE is a command. rc stays the caller's: Close does
-// not close it.
+// subscription made again, and wakes its waiters. On a Redis Cluster, a
+// Subscriber with an id subscribes only to channels with a hash tag
+// (ErrNoHashTag), which rlock's all have. A channel whose last waiter
+// left stays subscribed for linger (0: none), so that a waiter that comes
+// back within it finds the subscription made: a channel waited on once is
+// likely to be waited on again, and each SUBSCRIBE and UNSUBSCRIBE is a
+// command. rc stays the caller's: Close does not close it.
 func New(rc rueidis.Client, sharded bool, linger time.Duration, logger *slog.Logger, id string) *Subscriber {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)

@@ -82,6 +82,17 @@ func bystander(t *testing.T, node *redistest.Node, channel string) (stop func() 
 	}
 }
 
+// relayInOrder takes n holds from got, each of them unlocked at once, and
+// checks that they come in the order their waiters began to wait.
+func relayInOrder(t *testing.T, got <-chan held, n int) {
+	t.Helper()
+	for i := range n {
+		h := receive(t, got, fmt.Sprintf("handoff %d", i))
+		assert.Equal(t, i, h.i, "handoff %d goes to the Client waiting longest", i)
+		require.NoError(t, h.mu.Unlock(h.ctx))
+	}
+}
+
 // TestReleaseWakesOneClient: eight waiters in eight Clients, each subscribed
 // to the lock's channel. Every release wakes one of them, in the order
 // their Clients began to wait, and no other: each handoff costs Redis
@@ -111,11 +122,7 @@ func TestReleaseWakesOneClient(t *testing.T) {
 
 	before := redistest.ScriptCalls(t, raw)
 	require.NoError(t, holder.Unlock(hctx))
-	for i := range waiters {
-		h := receive(t, got, fmt.Sprintf("handoff %d", i))
-		assert.Equal(t, i, h.i, "handoff %d goes to the Client waiting longest", i)
-		require.NoError(t, h.mu.Unlock(h.ctx))
-	}
+	relayInOrder(t, got, waiters)
 	scripts := redistest.ScriptCalls(t, raw) - before
 	t.Logf("%d handoffs between %d Clients: %d scripts", waiters, waiters, scripts)
 	// The holder's release, then each waiter's acquire and release.
@@ -217,10 +224,6 @@ func TestClientsSharingOneConnection(t *testing.T) {
 	assert.Equal(t, before.Scripts(), after.Scripts(), "scripts while the holder held")
 
 	require.NoError(t, holder.Unlock(hctx))
-	for i := range waiters {
-		h := receive(t, got, fmt.Sprintf("handoff %d", i))
-		assert.Equal(t, i, h.i, "handoff %d goes to the Client waiting longest", i)
-		require.NoError(t, h.mu.Unlock(h.ctx))
-	}
+	relayInOrder(t, got, waiters)
 	redistest.AssertNoSubscribers(t, raw, k)
 }
