@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -39,6 +40,10 @@ var trivial = rueidis.NewLuaScript("return 1")
 //     runs them; reported in cycles/s. No library running these two
 //     scripts, or any with rlock's guarantees, goes faster through
 //     rueidis on this machine.
+//   - parallel-scripts: scripts from 64 goroutines in the same way: what
+//     the Parallel scenario's rlock would reach without its Go code, so
+//     that the gap to parallel-minimal-scripts is the scripts' checks and
+//     the gap to the Parallel figure is rlock's own work in the client.
 //   - roundtrip-idle=<d>: roundtrip after d of idleness, as p50 and p99:
 //     what the first round trip costs once client and server have gone
 //     to sleep, as they do between handoffs (relayHold, waiterSettle).
@@ -79,6 +84,11 @@ func benchFloor(b *testing.B, node *redistest.Node) {
 		benchmarkParallelMinimalScripts(b, rc)
 		c.report(b.N, "cycle")
 	})
+	b.Run("parallel-scripts", func(b *testing.B) {
+		c := startCost(b, rc)
+		benchmarkParallelRawScripts(b, rc)
+		c.report(b.N, "cycle")
+	})
 	for _, idle := range []time.Duration{relayHold, waiterSettle} {
 		b.Run("roundtrip-idle="+idle.String(), func(b *testing.B) {
 			ctx := benchContext(b)
@@ -109,22 +119,45 @@ func benchFloor(b *testing.B, node *redistest.Node) {
 func benchmarkRawScripts(b *testing.B, rc rueidis.Client) {
 	ctx := benchContext(b)
 	k := keys.New("bench:", benchName(b))
-	const field, lease, fenceLife = "client:owner", "30000", "40000"
 	seq := 0
-	next := func() string {
-		seq++
-		return strconv.Itoa(seq)
-	}
 	for b.Loop() {
-		acquired, err := lua.Acquire.Exec(ctx, rc, []string{k.Hash, k.Token, k.Fence, k.Queue, k.Channel},
-			[]string{field, next(), "1", lease, "0", fenceLife, "0", "publish", lease, "1"}).AsIntSlice()
-		require.NoError(b, err)
-		require.Equal(b, int64(1), acquired[0], "acquire reply %v", acquired)
-		released, err := lua.Release.Exec(ctx, rc, []string{k.Hash, k.Channel, k.Fence, k.Token, k.Queue},
-			[]string{field, next(), "0", "publish", "0", fenceLife}).AsIntSlice()
-		require.NoError(b, err)
-		require.Equal(b, int64(lua.Freed), released[0], "release reply %v", released)
+		require.NoError(b, rawCycle(ctx, rc, k, &seq))
 	}
+}
+
+// benchmarkParallelRawScripts runs rawCycle from concurrency goroutines,
+// each on a lock of its own with its own sequence numbers, and reports
+// cycles/s.
+func benchmarkParallelRawScripts(b *testing.B, rc rueidis.Client) {
+	ctx := benchContext(b)
+	ks := make([]keys.Keys, concurrency)
+	for i, name := range lockNames(benchName(b), concurrency) {
+		ks[i] = keys.New("bench:", name)
+	}
+	seqs := make([]int, concurrency) // each goroutine's own
+	throughput(b, concurrency, "cycles/s", func(worker int) error { return rawCycle(ctx, rc, ks[worker], &seqs[worker]) })
+}
+
+// rawCycle is one Lock+Unlock of rlock's acquire and release scripts on
+// the lock k, as Lock and Unlock send them, under the sequence numbers
+// after *seq, which it advances.
+func rawCycle(ctx context.Context, rc rueidis.Client, k keys.Keys, seq *int) error {
+	const field, lease, fenceLife = "client:owner", "30000", "40000"
+	next := func() string {
+		*seq++
+		return strconv.Itoa(*seq)
+	}
+	acquired, err := lua.Acquire.Exec(ctx, rc, []string{k.Hash, k.Token, k.Fence, k.Queue, k.Channel},
+		[]string{field, next(), "1", lease, "0", fenceLife, "0", "publish", lease, "1"}).AsIntSlice()
+	if err != nil || acquired[0] != 1 {
+		return fmt.Errorf("acquire reply %v, %w", acquired, err)
+	}
+	released, err := lua.Release.Exec(ctx, rc, []string{k.Hash, k.Channel, k.Fence, k.Token, k.Queue},
+		[]string{field, next(), "0", "publish", "0", fenceLife}).AsIntSlice()
+	if err != nil || released[0] != int64(lua.Freed) {
+		return fmt.Errorf("release reply %v, %w", released, err)
+	}
+	return nil
 }
 
 // minimalAcquire and minimalRelease are the commands a Lock and an Unlock

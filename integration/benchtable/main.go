@@ -137,6 +137,9 @@ func write(w io.Writer, r results) {
 	if v, ok := r.get("Floor/scripts", "ns/op"); ok {
 		extra = append(extra, fmt.Sprintf("rlock's acquire and release scripts sent raw %s µs", figure(v/1e3, true)))
 	}
+	if v, ok := r.get("Floor/parallel-scripts", "cycles/s"); ok {
+		extra = append(extra, fmt.Sprintf("the same from 64 goroutines %s cycles/s", figure(v, true)))
+	}
 	if v, ok := r.get("Floor/pipelined", "calls/s"); ok {
 		extra = append(extra, fmt.Sprintf("pipelined %s calls/s", figure(v, true)))
 	}
