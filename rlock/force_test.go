@@ -263,8 +263,9 @@ func TestHostileSharedOwnerUnderForce(t *testing.T) {
 							continue
 						}
 						holds.Add(1)
+						before := lctx.Err() // for the failure message: was it done before the call?
 						inner, err := m.Lock(lctx)
-						assert.True(t, expected(err), "re-entry: %v", err)
+						assert.True(t, expected(err), "re-entry: %v (the lock context's error before it %v, its cause now %v)", err, before, context.Cause(lctx))
 						time.Sleep(time.Duration(rand.IntN(500)) * time.Microsecond)
 						if err == nil {
 							assert.True(t, expected(m.Unlock(inner)))
