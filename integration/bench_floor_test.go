@@ -129,11 +129,7 @@ func benchmarkRawScripts(b *testing.B, rc rueidis.Client) {
 // each on a lock of its own with its own sequence numbers, and reports
 // cycles/s.
 func benchmarkParallelRawScripts(b *testing.B, rc rueidis.Client) {
-	ctx := benchContext(b)
-	ks := make([]keys.Keys, concurrency)
-	for i, name := range lockNames(benchName(b), concurrency) {
-		ks[i] = keys.New("bench:", name)
-	}
+	ctx, ks := benchContext(b), ownKeys(b)
 	seqs := make([]int, concurrency) // each goroutine's own
 	throughput(b, concurrency, "cycles/s", func(worker int) error { return rawCycle(ctx, rc, ks[worker], &seqs[worker]) })
 }
@@ -149,13 +145,19 @@ func rawCycle(ctx context.Context, rc rueidis.Client, k keys.Keys, seq *int) err
 	}
 	acquired, err := lua.Acquire.Exec(ctx, rc, []string{k.Hash, k.Token, k.Fence, k.Queue, k.Channel},
 		[]string{field, next(), "1", lease, "0", fenceLife, "0", "publish", lease, "1"}).AsIntSlice()
-	if err != nil || acquired[0] != 1 {
-		return fmt.Errorf("acquire reply %v, %w", acquired, err)
+	if err != nil {
+		return fmt.Errorf("acquire: %w", err)
+	}
+	if acquired[0] != int64(lua.Granted) {
+		return fmt.Errorf("acquire reply %v", acquired)
 	}
 	released, err := lua.Release.Exec(ctx, rc, []string{k.Hash, k.Channel, k.Fence, k.Token, k.Queue},
 		[]string{field, next(), "0", "publish", "0", fenceLife}).AsIntSlice()
-	if err != nil || released[0] != int64(lua.Freed) {
-		return fmt.Errorf("release reply %v, %w", released, err)
+	if err != nil {
+		return fmt.Errorf("release: %w", err)
+	}
+	if released[0] != int64(lua.Freed) {
+		return fmt.Errorf("release reply %v", released)
 	}
 	return nil
 }
@@ -186,12 +188,18 @@ func benchmarkMinimalScripts(b *testing.B, rc rueidis.Client) {
 // benchmarkParallelMinimalScripts runs minimalCycle from concurrency
 // goroutines, each on keys of its own, and reports cycles/s.
 func benchmarkParallelMinimalScripts(b *testing.B, rc rueidis.Client) {
-	ctx := benchContext(b)
+	ctx, ks := benchContext(b), ownKeys(b)
+	throughput(b, concurrency, "cycles/s", func(worker int) error { return minimalCycle(ctx, rc, ks[worker]) })
+}
+
+// ownKeys returns the keys of concurrency locks unique to b's run, one
+// for each goroutine of a parallel floor.
+func ownKeys(b *testing.B) []keys.Keys {
 	ks := make([]keys.Keys, concurrency)
 	for i, name := range lockNames(benchName(b), concurrency) {
 		ks[i] = keys.New("bench:", name)
 	}
-	throughput(b, concurrency, "cycles/s", func(worker int) error { return minimalCycle(ctx, rc, ks[worker]) })
+	return ks
 }
 
 // minimalCycle is one Lock+Unlock of minimalAcquire and minimalRelease
