@@ -142,6 +142,13 @@ func (l *lock) ask(ctx context.Context, t *turn, lease time.Duration, waiting bo
 	g, err := parseGrant(reply)
 	if err != nil || !g.acquired {
 		g.seq = t.answered
+		if h := t.activeHold(); err == nil && h != nil && !l.kind.rationed {
+			// A re-entry refused: Redis no longer had the hold (another
+			// Client's ForceUnlock, say). The holder learns it now, not
+			// when the lock comes back to the owner, maybe handed over
+			// afresh (FairMutex) at the count the hold had.
+			h.finish(ErrLockLost)
+		}
 		return g, err
 	}
 	if acked {

@@ -54,6 +54,7 @@ func (l *lock) enter(a *acquisition, wait, lease time.Duration) *place {
 		a.g, a.err = grant{}, err
 		return nil
 	}
+	l.c.pin(id) // until end: adopt reads the turn's answered seq
 	return &place{l: l, id: id, floor: l.c.seq.Load(), deadline: deadline, p: parked{o: a.o, lease: lease, w: w}}
 }
 
@@ -181,7 +182,7 @@ func (q *place) Lost(h *watchdog.Entry) {
 	q.p.w.Poke()
 }
 
-// end stops the entry's renewal.
+// end stops the entry's renewal and unpins the owner's turn.
 func (q *place) end() {
 	q.mu.Lock()
 	h := q.watched
@@ -190,6 +191,7 @@ func (q *place) end() {
 	if h != nil {
 		q.l.c.dog.Remove(h)
 	}
+	q.l.c.unpin(q.id)
 }
 
 // adopt takes the lock that a release handed over to the waiter, as the
@@ -199,12 +201,14 @@ func (q *place) end() {
 // the hold's local deadline is reckoned from the anchor, never from the
 // message's arrival. A note that names another call than the waiter's
 // latest ask (an earlier one, or another call of its owner, whose lease
-// Redis set), or one this owner's turn has moved past (another call of
-// the owner took the lock, or has a request unsettled), or one whose local
-// deadline has passed already, is not adopted: the waiter asks Redis
-// instead, which knows. Nor is any with WithReplicaAck: the hand-over's writes were not
-// acknowledged by replicas, and the ask that re-enters the lock handed
-// over is, with them.
+// Redis set), or one this owner's turn has moved past (Redis answered
+// another call of the owner since, which may have taken the lock handed
+// over and let it go again: the place pins the turn, so that its answered
+// seq outlives the waits between asks; or a call is unsettled, or a hold
+// lives), or one whose local deadline has passed already, is not adopted:
+// the waiter asks Redis instead, which knows. Nor is any with
+// WithReplicaAck: the hand-over's writes were not acknowledged by
+// replicas, and the ask that re-enters the lock handed over is, with them.
 func (q *place) adopt(ctx context.Context, note string, lease time.Duration) (context.Context, grant, error) {
 	seq, token, ok := parseHandOver(note)
 	if !ok || seq != q.asked || q.l.c.cfg.replicas > 0 {
@@ -216,7 +220,7 @@ func (q *place) adopt(ctx context.Context, note string, lease time.Duration) (co
 		return ctx, grant{}, fmt.Errorf("rlock: acquire: %w", err)
 	}
 	defer l.c.give(t)
-	if t.count != 0 || t.unsettled != 0 || t.activeHold() != nil {
+	if t.answered != seq || t.count != 0 || t.unsettled != 0 || t.activeHold() != nil {
 		return ctx, grant{}, nil
 	}
 	q.mu.Lock()

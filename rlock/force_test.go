@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -87,19 +88,21 @@ func TestForceWakesEveryWaiter(t *testing.T) {
 
 // TestForceLeavesOwnersWaitersAsleep: another Client force-unlocks a Mutex
 // and takes it while its owner, which does not know yet, still holds it
-// here; a second goroutine of that owner, refused its re-entry, sleeps
-// until the new holder lets go. Its own owner's hold, begun before its
-// ask, is one Redis no longer knows: it must not make the waiter ask
-// again and again (one ask a poke) for as long as the other holds. Woken,
-// it finds the lock free, and Redis takes it afresh for the owner, which
-// learns so that its hold was lost.
+// here; a second goroutine of that owner asks to re-enter. Redis refuses,
+// as it no longer has the owner's hold: the owner learns there and then
+// that its hold was lost, while the other Client still holds (not at the
+// watchdog's next renewal, nor when the lock comes back to it). The
+// goroutine then waits as a fresh Lock, asleep for as long as the other
+// holds (no ask a poke), and takes the lock afresh when the other lets go,
+// under a newer fencing token.
 func TestForceLeavesOwnersWaitersAsleep(t *testing.T) {
 	s := redistest.Setup{Node: redistest.Shared(t)}
 	name := redistest.LockName(t)
 	rec := &hooktest.Recorder{}
 	c := newRlock(t, s.Client(t), rlock.WithHooks(rec))
 	m := c.Mutex(name)
-	owner, err := m.Lock(t.Context())
+	owner := sharedOwner(t, c, name)
+	held, err := m.Lock(owner)
 	require.NoError(t, err)
 
 	other := newRlock(t, s.Client(t)).Mutex(name)
@@ -108,28 +111,37 @@ func TestForceLeavesOwnersWaitersAsleep(t *testing.T) {
 	require.True(t, forced)
 	taken, err := other.Lock(t.Context())
 	require.NoError(t, err)
-	require.NoError(t, owner.Err(), "the owner's Client has not learnt of the loss yet")
+	otherToken, _ := other.FencingToken(taken)
+	require.NoError(t, held.Err(), "the owner's Client has not learnt of the loss yet")
 
-	done := make(chan error, 1)
+	type result struct {
+		token int64
+		err   error
+	}
+	done := make(chan result, 1)
 	go func() {
 		lctx, err := m.Lock(owner)
+		var token int64
 		if err == nil {
+			token, _ = m.FencingToken(lctx)
 			err = m.Unlock(lctx)
 		}
-		done <- err
+		done <- result{token, err}
 	}()
 	waitWaits(t, rec, 1)
-	const held = time.Second
-	time.Sleep(held) // the other Client holds; the waiter should sleep
+	assert.ErrorIs(t, context.Cause(held), rlock.ErrLockLost, "the refused re-entry told the owner, while the other Client holds")
+	const heldFor = time.Second
+	time.Sleep(heldFor) // the other Client holds; the waiter should sleep
 	require.NoError(t, other.Unlock(taken))
-	err = receive(t, done, "the owner's second goroutine after the other Client's Unlock")
-	assert.ErrorIs(t, err, rlock.ErrLockLost, "Redis took the lock afresh for it: the owner's hold was lost")
-	assert.ErrorIs(t, context.Cause(owner), rlock.ErrLockLost)
+	got := receive(t, done, "the owner's second goroutine after the other Client's Unlock")
+	require.NoError(t, got.err, "it took the lock afresh")
+	assert.Greater(t, got.token, otherToken, "a new hold's token")
+	assert.ErrorIs(t, m.Unlock(held), rlock.ErrNotHeld, "the lost hold has nothing to leave")
 
 	ends := rec.Snapshot().Acquires
-	require.Len(t, ends, 2, "the first Lock and the re-entry")
-	assert.True(t, ends[1].Waited)
-	assert.LessOrEqual(t, ends[1].Attempts, 3, "the refused re-entry slept while the other Client held the lock, %v", held)
+	require.Len(t, ends, 3, "the shared owner's own lock, the first Lock and the re-entry")
+	assert.True(t, ends[2].Waited)
+	assert.LessOrEqual(t, ends[2].Attempts, 3, "the refused re-entry slept while the other Client held the lock, %v", heldFor)
 }
 
 // TestForceThenReentryIsANewHold: an owner's lock is force-unlocked by
@@ -193,6 +205,47 @@ func TestForceThenReentryIsANewHold(t *testing.T) {
 			require.NoError(t, m.Unlock(again))
 		})
 	}
+}
+
+// TestReleaseFindingLevelsLostEndsTheHold: an owner's goroutines hold a
+// Mutex at three levels, and Redis comes to hold fewer of them (one here,
+// written straight into its hash, as a failover that lost the latest
+// writes leaves it). The Unlock that finds so reports ErrNotHeld, and the
+// hold ends at once with ErrLockLost: without that, the next Unlock would
+// free the lock under the goroutine that still counts on a level.
+func TestReleaseFindingLevelsLostEndsTheHold(t *testing.T) {
+	s := redistest.Setup{Node: redistest.Shared(t)}
+	raw := s.Client(t)
+	name := redistest.LockName(t)
+	m := newRlock(t, s.Client(t)).Mutex(name)
+	first, err := m.Lock(t.Context())
+	require.NoError(t, err)
+	second, err := m.Lock(first)
+	require.NoError(t, err)
+	third, err := m.Lock(second)
+	require.NoError(t, err)
+	hash := lockKeys(name).Hash
+	fields, err := raw.Do(t.Context(), raw.B().Hkeys().Key(hash).Build()).AsStrSlice()
+	require.NoError(t, err)
+	var owner string
+	for _, f := range fields {
+		if !strings.Contains(f, "#") && f != "waiters" {
+			owner = f
+		}
+	}
+	require.NotEmpty(t, owner, "the owner's field among %v", fields)
+	require.NoError(t, raw.Do(t.Context(), raw.B().Hset().Key(hash).FieldValue().FieldValue(owner, "1").Build()).Error())
+
+	assert.ErrorIs(t, m.Unlock(third), rlock.ErrNotHeld, "Redis held one level, not three")
+	assert.ErrorIs(t, context.Cause(first), rlock.ErrLockLost, "the hold ended as soon as a release found its levels lost")
+	for _, ctx := range []context.Context{second, first} {
+		if err := m.Unlock(ctx); err != nil {
+			assert.ErrorIs(t, err, rlock.ErrNotHeld)
+		}
+	}
+	locked, err := m.IsLocked(t.Context())
+	require.NoError(t, err)
+	assert.False(t, locked, "the level Redis had is left once every goroutine has left")
 }
 
 // TestForceReleaseThenAcquireIsANewHold: as TestForceThenReentryIsANewHold

@@ -21,4 +21,9 @@ type kind struct {
 	// suffix ends the owner's hash field: two kinds of hold on one lock
 	// (read and write) are two fields, two turns and two holds.
 	suffix string
+	// rationed says that Redis may refuse an owner more of a hold it has
+	// (a Semaphore's next permit). Every other kind's acquire grants each
+	// re-entry of a hold Redis has, so a refused one tells that the hold
+	// was lost (lock.ask).
+	rationed bool
 }

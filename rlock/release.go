@@ -125,7 +125,7 @@ func (l *lock) release(ctx context.Context, t *turn, target int, leaving bool) (
 // recordRelease records in turn t the outcome of call, a release to target
 // begun when the turn's unsettled seq was prior, from its reply or err: the
 // count left, and the end of the hold when no level is left (a loss when
-// Redis says the owner held none).
+// Redis says the owner held none, or fewer levels than target: notHeld).
 func (l *lock) recordRelease(t *turn, call scriptCall, target int, prior uint64, reply []int64, err error) (released, error) {
 	if err != nil {
 		return 0, fmt.Errorf("rlock: release: %w", err)
@@ -149,11 +149,19 @@ func (l *lock) recordRelease(t *turn, call scriptCall, target int, prior uint64,
 	}
 	t.count = left
 	if h := t.activeHold(); h != nil {
-		switch result {
-		case notHeld:
+		switch {
+		case result == notHeld:
 			h.finish(ErrLockLost)
-		case freed:
+		case result == freed:
 			h.finish(context.Canceled)
+		case left < target:
+			// Redis held fewer levels than the hold counts (a release
+			// never raises a count): they were lost, and the levels left
+			// are not the ones its callers count on. Ending the hold here
+			// keeps a later Unlock from freeing the lock under a caller
+			// that still counts on a level.
+			h.finish(ErrLockLost)
+			result = notHeld
 		}
 	}
 	return result, nil

@@ -34,9 +34,10 @@ type Semaphore struct {
 // semaphoreKind is Semaphore's: an owner's hold is the permits it has, with
 // a lease of its own beside its peers'.
 var semaphoreKind = &kind{
-	name:    "semaphore",
-	acquire: lua.SemaphoreAcquire,
-	release: lua.SemaphoreRelease,
+	name:     "semaphore",
+	acquire:  lua.SemaphoreAcquire,
+	release:  lua.SemaphoreRelease,
+	rationed: true,
 }
 
 // Semaphore returns a handle on the semaphore called name. Handles are

@@ -34,7 +34,7 @@ type turn struct {
 	// Guarded by its shard's mu (and written in the turn too). The
 	// goroutines that wait for the turn are in the shard's waiting: few
 	// turns ever have any, and a held lock keeps its turn.
-	users int32 // goroutines that have or wait for the turn
+	users int32 // goroutines that have or wait for the turn, and pins (Client.pin)
 	taken bool  // a goroutine has the turn
 	hold  *hold // the current hold; nil before the first grant
 }
@@ -260,6 +260,30 @@ func (c *Client) give(t *turn) {
 	t.taken = false
 	sh.drop(t, hash)
 	sh.mu.Unlock()
+}
+
+// pin keeps id's turn in the Client, held or not, until unpin: a FairMutex
+// waiter pins its owner's turn while it waits, so that the turn's answered
+// seq outlives the moments between its asks when nothing else would keep
+// the turn (place.adopt). It does nothing once the Client is closed.
+func (c *Client) pin(id holdID) {
+	sh, hash := c.turns.shard(id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if t := sh.turnOf(id, hash); t != nil {
+		t.users++
+	}
+}
+
+// unpin ends a pin of id's turn.
+func (c *Client) unpin(id holdID) {
+	sh, hash := c.turns.shard(id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if t := sh.find(id, hash); t != nil {
+		t.users--
+		sh.drop(t, hash)
+	}
 }
 
 // queue puts w last among the goroutines waiting for t. The caller holds
