@@ -104,9 +104,10 @@
 // returns is done, with a cause (read it with context.Cause) that
 // errors.Is matches to ErrLockLost, when the lock may no longer be held:
 //
-//   - a renewal found the lock gone, or held by another owner; or a Lock of
-//     the same owner found it gone and took it afresh (a new hold, under a
-//     new fencing token);
+//   - a renewal found the lock gone, or held by another owner; a Lock of
+//     the same owner found it gone: Redis refused its re-entry, or took the
+//     lock afresh (a new hold, under a new fencing token); or an Unlock found
+//     fewer levels than the hold counts;
 //   - no renewal succeeded before the local deadline: the lease counted from
 //     when the last acquire or renewal request was sent, less an allowance
 //     for clock drift (1% of the lease plus 2 ms), so the context is done no
