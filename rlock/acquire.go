@@ -145,8 +145,8 @@ func (l *lock) ask(ctx context.Context, t *turn, lease time.Duration, waiting bo
 		if h := t.activeHold(); err == nil && h != nil && !l.kind.rationed {
 			// A re-entry refused: Redis no longer had the hold (another
 			// Client's ForceUnlock, say). The holder learns it now, not
-			// when the lock comes back to the owner, maybe handed over
-			// afresh (FairMutex) at the count the hold had.
+			// when the lock comes back to the owner (a FairMutex hands it
+			// over afresh, at one level, which the re-entry then raised).
 			h.finish(ErrLockLost)
 		}
 		return g, err
@@ -178,16 +178,19 @@ func (l *lock) unreplicated(ctx context.Context, t *turn, count int, acks int64)
 // A hold owns the levels granted through it and no others (turn.live), so
 // that an Unlock with an ended hold's context never leaves a later hold's
 // level (unlockTurn). A grant that is not the re-entry of t's live hold
-// (Redis answers one with the count sent, t's plus one) took the lock
+// (Redis answers one with the count sent, t's plus one, under the hold's
+// fencing token: no other hold takes a token while it lives) took the lock
 // afresh: that hold was lost without this Client knowing yet (forced, or
 // expired), and another owner may have held the lock since, so it ends
 // with ErrLockLost and the grant is a new hold, under its new fencing
-// token. A re-entry of a hold that ended while it was under way is a new
+// token. (A re-entry whose first send took the free lock afresh, its reply
+// lost, and whose resend re-entered that, is told by the token.) A
+// re-entry of a hold that ended while it was under way is a new
 // hold too, whose levels below its own, the ended hold's, are given back;
 // when Redis no longer held any by then, the grant fails as lost.
 func (l *lock) keep(ctx context.Context, t *turn, g grant, sent time.Time, lease time.Duration) error {
 	h := t.activeHold()
-	if h != nil && g.count != t.count+1 {
+	if h != nil && (g.count != t.count+1 || g.token != h.token) {
 		h.finish(ErrLockLost)
 		h = nil
 	}

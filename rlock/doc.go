@@ -107,7 +107,7 @@
 //   - a renewal found the lock gone, or held by another owner; a Lock of
 //     the same owner found it gone: Redis refused its re-entry, or took the
 //     lock afresh (a new hold, under a new fencing token); or an Unlock found
-//     fewer levels than the hold counts;
+//     levels of the hold missing;
 //   - no renewal succeeded before the local deadline: the lease counted from
 //     when the last acquire or renewal request was sent, less an allowance
 //     for clock drift (1% of the lease plus 2 ms), so the context is done no

@@ -15,12 +15,13 @@ import (
 )
 
 // requestHook stands between a Client and Redis for the Mutex scripts'
-// calls on one lock: afterAcquire runs once an acquire was answered, and
-// release, when set, answers a release call in place of Redis (send runs
-// it for real). Every other command goes through.
+// calls on one lock: acquire and release, when set, answer such a call in
+// place of Redis (send runs it for real), and afterAcquire runs once an
+// acquire was answered. Every other command goes through.
 type requestHook struct {
 	rueidis.Client
 	hash         string
+	acquire      func(ctx context.Context, send func() rueidis.RedisResult) rueidis.RedisResult
 	afterAcquire func(reply []int64)
 	release      func(ctx context.Context, send func() rueidis.RedisResult) rueidis.RedisResult
 	mu           sync.Mutex
@@ -31,10 +32,16 @@ func (h *requestHook) Do(ctx context.Context, cmd rueidis.Completed) rueidis.Red
 	if len(args) > 3 && (args[0] == "EVALSHA" || args[0] == "EVAL") && args[3] == h.hash {
 		switch args[1] {
 		case mutexKind.acquire.SHA1(), mutexKind.acquire.Text():
-			res := h.Client.Do(ctx, cmd)
 			h.mu.Lock()
-			f := h.afterAcquire
+			answer, f := h.acquire, h.afterAcquire
 			h.mu.Unlock()
+			send := func() rueidis.RedisResult { return h.Client.Do(ctx, cmd) }
+			var res rueidis.RedisResult
+			if answer != nil {
+				res = answer(ctx, send)
+			} else {
+				res = send()
+			}
 			if f != nil {
 				reply, _ := res.AsIntSlice()
 				f(reply)

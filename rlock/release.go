@@ -126,6 +126,7 @@ func (l *lock) release(ctx context.Context, t *turn, target int, leaving bool) (
 // begun when the turn's unsettled seq was prior, from its reply or err: the
 // count left, and the end of the hold when no level is left (a loss when
 // Redis says the owner held none, or fewer levels than target: notHeld).
+// (Levels missing below target go unseen: a release sets the count.)
 func (l *lock) recordRelease(t *turn, call scriptCall, target int, prior uint64, reply []int64, err error) (released, error) {
 	if err != nil {
 		return 0, fmt.Errorf("rlock: release: %w", err)
@@ -155,9 +156,9 @@ func (l *lock) recordRelease(t *turn, call scriptCall, target int, prior uint64,
 		case result == freed:
 			h.finish(context.Canceled)
 		case left < target:
-			// Redis held fewer levels than the hold counts (a release
-			// never raises a count): they were lost, and the levels left
-			// are not the ones its callers count on. Ending the hold here
+			// Redis held fewer levels than the release leaves (it never
+			// raises a count): some were lost, and the hold's callers
+			// count on more levels than Redis has. Ending the hold here
 			// keeps a later Unlock from freeing the lock under a caller
 			// that still counts on a level.
 			h.finish(ErrLockLost)

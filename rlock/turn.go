@@ -22,7 +22,8 @@ type holdID struct {
 // concurrent re-entries with different leases from undoing each other.
 //
 // A turn lives in its Client's table while a goroutine uses it, a level is
-// held, or a request's outcome is still unsettled.
+// held, a request's outcome is still unsettled, or a FairMutex waiter of
+// the owner pins it (Client.pin).
 type turn struct {
 	id holdID
 
