@@ -31,7 +31,7 @@ func TestFairHandOverByMessageAsksNothing(t *testing.T) {
 	other := newRlock(t, s.Client(t)).FairMutex(name)
 	taken, err := other.Lock(t.Context())
 	require.NoError(t, err)
-	got := make(chan heldBy, 1)
+	got := make(chan lockResult, 1)
 	release := make(chan struct{})
 	go holdUntil(f, t.Context(), got, release)
 	waitQueued(t, s.Client(t), name, 1)
@@ -71,7 +71,7 @@ func TestFairHandOverAfterForceIsANewHold(t *testing.T) {
 	require.NoError(t, err)
 	otherToken, _ := other.FencingToken(taken)
 
-	got := make(chan heldBy, 1)
+	got := make(chan lockResult, 1)
 	release := make(chan struct{})
 	go holdUntil(f, owner, got, release)
 	waitQueued(t, raw, name, 1)
@@ -117,7 +117,7 @@ func TestFairHandOverGivenBackIsNotAdopted(t *testing.T) {
 	taken, err := other.Lock(t.Context())
 	require.NoError(t, err)
 	gate.hold()
-	got := make(chan heldBy, 1)
+	got := make(chan lockResult, 1)
 	release := make(chan struct{})
 	go holdUntil(f, owner, got, release)
 	waitQueued(t, raw, name, 1)
@@ -153,23 +153,16 @@ func TestFairHandOverGivenBackIsNotAdopted(t *testing.T) {
 	require.NoError(t, receive(t, got, "the waiter's Unlock").err)
 }
 
-// heldBy is what holdUntil reports: the lock context of a Lock, then the
-// error of its Unlock; or the error of the Lock.
-type heldBy struct {
-	ctx context.Context
-	err error
-}
-
-// holdUntil locks f through owner, reports it on got, and unlocks it once
-// release is closed, reporting that too.
-func holdUntil(f *rlock.FairMutex, owner context.Context, got chan<- heldBy, release <-chan struct{}) {
+// holdUntil locks f through owner, reports the Lock on got, and unlocks
+// once release is closed, reporting the Unlock's error too.
+func holdUntil(f *rlock.FairMutex, owner context.Context, got chan<- lockResult, release <-chan struct{}) {
 	lctx, err := f.Lock(owner)
-	got <- heldBy{lctx, err}
+	got <- lockResult{lctx, err}
 	if err != nil {
 		return
 	}
 	<-release
-	got <- heldBy{err: f.Unlock(lctx)}
+	got <- lockResult{err: f.Unlock(lctx)}
 }
 
 // noteGate stands between a Client and Redis. While it holds, it keeps

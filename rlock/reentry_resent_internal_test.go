@@ -30,10 +30,7 @@ func TestResentReentryOverAFreshTakeIsALoss(t *testing.T) {
 	require.NoError(t, err)
 	oldToken, _ := m.FencingToken(held)
 
-	other, err := New(redistest.Shared(t).Client(t))
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, other.Close()) })
-	om := other.Mutex(name)
+	om := openClient(t, redistest.Shared(t)).Mutex(name)
 	_, err = om.ForceUnlock(t.Context())
 	require.NoError(t, err)
 	taken, err := om.Lock(t.Context())
