@@ -30,6 +30,8 @@
 --        {REFUSED, pttl}         another owner holds it (pttl -1: no expiry)
 --        {STALE, 0}              a copy of a call that a later one of the
 --                                same owner superseded; nothing was done
+--        {NOT_HELD, 0}           a re-entry (count above 1) of a hold that
+--                                Redis lost; nothing was taken (hold.lua)
 --
 -- The field 'waiters' marks a lock whose release must publish: a refused
 -- acquire sets it, and so does a waiter that takes the lock (others may
@@ -73,12 +75,12 @@ end
 -- fences exist.
 local found = redis.call('exists', hash, fences, fences, KEYS[4], KEYS[4], KEYS[4], KEYS[4])
 if found == 0 then
-    return take(ARGV[7] == '1')
+    return gone() or take(ARGV[7] == '1')
 end
 -- A free lock, no fences, and Clients waiting: the lock is marked, so that
 -- its release wakes one of them; a waiter's Client leaves the record.
 if found == 4 then
-    return takeMarked()
+    return gone() or takeMarked()
 end
 
 local held = redis.pcall('hmget', hash, owner, seqField, 'waiters', owner .. '#fix')
@@ -113,6 +115,6 @@ if pttl ~= -2 then
     return {REFUSED, pttl}
 end
 if ARGV[7] == '1' then
-    return takeMarked()
+    return gone() or takeMarked()
 end
-return take(redis.call('exists', KEYS[4]) == 1)
+return gone() or take(redis.call('exists', KEYS[4]) == 1)

@@ -9,7 +9,7 @@
 -- order in which they queued; a re-entry never queues.
 --
 -- KEYS[1..3], ARGV[1..7] and the reply ({GRANTED, count, token},
--- {REFUSED, pttl}, {STALE, 0}) as acquire.lua, and
+-- {REFUSED, pttl}, {STALE, 0}, {NOT_HELD, 0}) as acquire.lua, and
 -- KEYS[4] queue             P{N}:queue (see queue.lua)
 -- KEYS[5] unlock channel    P{N}:unlock, for the hand-over message
 -- ARGV[7] '1' when the caller waits: a refused call queues it, or keeps
@@ -38,7 +38,7 @@ local seqField = owner .. '#seq'
 -- fences + 4 * queue, so found % 4 >= 2 says the fences exist.
 local found = redis.call('exists', hash, fences, fences, queue, queue, queue, queue)
 if found == 0 then
-    return take(false)
+    return gone() or take(false)
 end
 
 local held = redis.pcall('hmget', hash, owner, seqField, owner .. '#fix')
@@ -58,6 +58,10 @@ if tonumber(f or '0') >= seq or tonumber(entry[1] or '0') >= seq then
 end
 local pttl = redis.call('pttl', hash)
 if pttl == -2 then
+    local lost = gone() -- the next call, at one level, hands it on
+    if lost then
+        return lost
+    end
     -- The free lock goes to someone, who needs a token: a counter that is
     -- not one fails the call before anything is written.
     local counter, err = readCounter(KEYS[2])

@@ -52,6 +52,9 @@ func (m *lockModel) acquire(c call, got []int64) []int64 {
 		m.waiters = true
 		return nil // refused, with the holder's PTTL
 	}
+	if c.count > 1 {
+		return reply(lua.NotHeld, 0) // a re-entry of a hold that is gone takes nothing
+	}
 	if m.counted {
 		m.token++
 	} else if len(got) == 3 {
@@ -168,6 +171,8 @@ func FuzzProtocol(f *testing.F) {
 				o.confirmed = int(reply[1])
 			case lua.Code(reply[0]) == lua.Granted:
 				o.confirmed = int(reply[1])
+			case lua.Code(reply[0]) == lua.NotHeld:
+				o.confirmed = 0
 			}
 		}
 

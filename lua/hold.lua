@@ -46,6 +46,23 @@ local function dropFields(hash, f)
     redis.call('hdel', hash, f, f .. '#seq', f .. '#exp', f .. '#fix')
 end
 
+-- gone answers a re-entry (a count above 1, ARGV[3]) of an owner that
+-- holds nothing here: Redis lost the hold it re-enters (it expired, or was
+-- forced), so the call takes nothing and answers {NOT_HELD, 0}, after
+-- fencing what it supersedes. It returns nil for a first level, which
+-- takes a free lock. Were the re-entry to take the free lock afresh, at
+-- one level, a caller that gave it up would settle it by a release to the
+-- count it held, which would find that level and leave it: the lost hold
+-- would run on, under its old fencing token, over a new one (and so would
+-- a level the replicas did not acknowledge, given back to that count).
+local function gone()
+    if ARGV[3] == '1' then
+        return nil
+    end
+    fence(KEYS[3], ARGV[1], tonumber(ARGV[5]), ARGV[6])
+    return {NOT_HELD, 0}
+end
+
 -- take gives the free lock to the owner: count 1, a new fencing token,
 -- the lease ARGV[4] ms: {GRANTED, 1, token}. waiting marks the lock so that its release wakes
 -- the waiters behind this one (see acquire.lua).

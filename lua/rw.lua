@@ -162,7 +162,8 @@ end
 
 -- acquiring answers what an acquire can answer before its kind decides:
 -- grant() on a fresh lock, a key type error, a stale copy, a re-entry of
--- a live hold, or a refusal on a hash that is another kind of lock (a
+-- a live hold (or NOT_HELD for one of a hold that is gone: hold.lua's
+-- gone), or a refusal on a hash that is another kind of lock (a
 -- Mutex of the same name: its holder is unknown). Otherwise it drops the
 -- owner's own hold if its lease ended and returns nil and held: the
 -- owner's field, #seq, #exp, 'mode', #fix, then the fields named. A
@@ -171,7 +172,7 @@ local function acquiring(now, grant, ...)
     local hash, fences, owner, seq = KEYS[1], KEYS[3], ARGV[1], tonumber(ARGV[2])
     local lease = tonumber(ARGV[4])
     if redis.call('exists', hash, fences) == 0 then
-        return grant()
+        return gone() or grant()
     end
     local htype, ftype = redis.call('type', hash).ok, redis.call('type', fences).ok
     if (htype ~= 'hash' and htype ~= 'none') or (ftype ~= 'hash' and ftype ~= 'none') then
@@ -200,6 +201,10 @@ local function acquiring(now, grant, ...)
     end
     if held[1] then
         dropHold(hash, owner) -- its own lease ended
+    end
+    local lost = gone()
+    if lost then
+        return lost
     end
     if htype == 'hash' and held[4] ~= 'rw' then
         fence(fences, owner, tonumber(ARGV[5]), ARGV[6])

@@ -133,6 +133,42 @@ func TestAcquireReentersAndFences(t *testing.T) {
 	assert.Equal(t, first[2]+1, next[2], "the next holder's token is higher")
 }
 
+// TestReentryOfAGoneHoldTakesNothing: every lock kind's acquire answers
+// a re-entry (count above 1) of an owner whose hold Redis no longer has
+// (it expired; here its keys are deleted) with {NotHeld, 0} and takes
+// nothing, with fences kept or not; the owner's next call, at one level,
+// takes the free lock (hold.lua's gone).
+func TestReentryOfAGoneHoldTakesNothing(t *testing.T) {
+	rc := redistest.Shared(t).Client(t)
+	kinds := map[string]func(c call, k keys.Keys) []int64{
+		"mutex": func(c call, k keys.Keys) []int64 { return c.acquire(t, rc, k) },
+		"fair":  func(c call, k keys.Keys) []int64 { return c.acquireBy(t, rc, k, lua.FairAcquire) },
+		"read":  func(c call, k keys.Keys) []int64 { return rwCall{call: c, kind: "r"}.acquire(t, rc, k) },
+		"write": func(c call, k keys.Keys) []int64 { return rwCall{call: c, kind: "w"}.acquire(t, rc, k) },
+	}
+	for name, acquire := range kinds {
+		for _, fenced := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/fenced=%v", name, fenced), func(t *testing.T) {
+				k := lockKeys(t)
+				require.Equal(t, lua.Granted, lua.Code(acquire(call{owner: "a", seq: 1, count: 1}, k)[0]))
+				superseded := 0
+				if fenced {
+					superseded = 2 // a call of a whose reply was lost
+				}
+				require.NoError(t, rc.Do(t.Context(), rc.B().Del().Key(k.Hash).Build()).Error())
+				assert.Equal(t, reply(lua.NotHeld, 0), acquire(call{owner: "a", seq: 3, count: 2, superseded: superseded}, k))
+				n, err := rc.Do(t.Context(), rc.B().Exists().Key(k.Hash).Build()).AsInt64()
+				require.NoError(t, err)
+				assert.Zero(t, n, "nothing taken")
+				if fenced {
+					assert.Equal(t, reply(lua.Stale, 0), acquire(call{owner: "a", seq: 2, count: 2}, k), "the superseded call is fenced")
+				}
+				assert.Equal(t, lua.Granted, lua.Code(acquire(call{owner: "a", seq: 4, count: 1}, k)[0]), "a first level takes it")
+			})
+		}
+	}
+}
+
 // TestResendAndLateCopy plays a first acquire whose reply was lost, its
 // resend, and the lost call's copy arriving late, before and after the
 // release: the copy is refused both times and nothing counts twice.

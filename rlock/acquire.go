@@ -21,6 +21,7 @@ type grant struct {
 	token    int64         // fencing token of the hold, when acquired
 	pttl     time.Duration // the holder's remaining lease, when not acquired
 	seq      uint64        // the seq of the call Redis answered, when not acquired
+	gone     bool          // a re-entry found its hold gone and took nothing
 }
 
 // acquire takes l for ctx's owner, waiting up to wait (waitForever: until
@@ -149,6 +150,12 @@ func (l *lock) ask(ctx context.Context, t *turn, lease time.Duration, waiting bo
 			// over afresh, at one level, which the re-entry then raised).
 			h.finish(ErrLockLost)
 		}
+		if g.gone {
+			// The lock was free, and a re-entry takes nothing
+			// (lua/hold.lua's gone): the owner, whose hold just ended,
+			// asks again for a first level, under a new fencing token.
+			return l.ask(ctx, t, lease, waiting)
+		}
 		return g, err
 	}
 	if acked {
@@ -177,16 +184,13 @@ func (l *lock) unreplicated(ctx context.Context, t *turn, count int, acks int64)
 //
 // A hold owns the levels granted through it and no others (turn.live), so
 // that an Unlock with an ended hold's context never leaves a later hold's
-// level (unlockTurn). A grant that is not the re-entry of t's live hold
-// (Redis answers one with the count sent, t's plus one, under the hold's
-// fencing token: no other hold takes a token while it lives) took the lock
-// afresh: that hold was lost without this Client knowing yet (forced, or
-// expired), and another owner may have held the lock since, so it ends
-// with ErrLockLost and the grant is a new hold, under its new fencing
-// token. (A re-entry whose first send took the free lock afresh, its reply
-// lost, and whose resend re-entered that, is told by the token.) A
-// re-entry of a hold that ended while it was under way is a new
-// hold too, whose levels below its own, the ended hold's, are given back;
+// level (unlockTurn). A grant to t's live hold is its re-entry: the count
+// sent, t's plus one, under the hold's fencing token (no other hold takes
+// a token while it lives, and a re-entry of a hold Redis lost takes
+// nothing: lua/hold.lua's gone). Should Redis answer anything else, the
+// hold ends with ErrLockLost and the grant is a new hold, under its own
+// fencing token. A re-entry of a hold that ended while it was under way
+// is a new hold too, whose levels below its own, the ended hold's, are given back;
 // when Redis no longer held any by then, the grant fails as lost.
 func (l *lock) keep(ctx context.Context, t *turn, g grant, sent time.Time, lease time.Duration) error {
 	h := t.activeHold()
@@ -260,8 +264,8 @@ func (l *lock) acquireCallIn(b *callBuf, field string, count int, lease time.Dur
 }
 
 // parseGrant reads the acquire script's reply: {Granted, count, token},
-// {Refused, pttl} or {Stale, 0} (a stale copy, never the answer to a live
-// request).
+// {Refused, pttl}, {NotHeld, 0} (a re-entry of a hold Redis lost) or
+// {Stale, 0} (a stale copy, never the answer to a live request).
 func parseGrant(reply []int64) (grant, error) {
 	switch {
 	case len(reply) == 3 && reply[0] == int64(lua.Granted) && reply[1] > 0 && reply[1] <= math.MaxInt32:
@@ -270,6 +274,8 @@ func parseGrant(reply []int64) (grant, error) {
 		return grant{pttl: fromMillis(reply[1])}, nil
 	case len(reply) == 2 && reply[0] == int64(lua.Stale):
 		return grant{}, errStale
+	case len(reply) == 2 && reply[0] == int64(lua.NotHeld) && reply[1] == 0:
+		return grant{gone: true}, nil
 	}
 	return grant{}, fmt.Errorf("rlock: unexpected acquire reply %v", slices.Clone(reply)) // a copy: reply stays on its caller's stack
 }

@@ -105,9 +105,10 @@
 // errors.Is matches to ErrLockLost, when the lock may no longer be held:
 //
 //   - a renewal found the lock gone, or held by another owner; a Lock of
-//     the same owner found it gone: Redis refused its re-entry, or took the
-//     lock afresh (a new hold, under a new fencing token); or an Unlock found
-//     levels of the hold missing;
+//     the same owner found it gone: Redis refused its re-entry, or found
+//     the lock free (a re-entry takes nothing, and that Lock then takes the
+//     lock afresh: a new hold, under a new fencing token); or an Unlock
+//     found levels of the hold missing;
 //   - no renewal succeeded before the local deadline: the lease counted from
 //     when the last acquire or renewal request was sent, less an allowance
 //     for clock drift (1% of the lease plus 2 ms), so the context is done no

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rlock/rlock/lua"
 )
 
 // int64s decodes data as little-endian int64s, dropping a short tail: how
@@ -40,8 +42,8 @@ var replySeeds = [][]byte{
 }
 
 // FuzzParseGrant feeds any reply to the acquire reply parser: it is either
-// refused, or read as the script documents it ({1, count > 0, token} or
-// {0, pttl}), with a holder's PTTL kept exact where a Duration can hold it
+// refused, or read as the script documents it ({1, count > 0, token},
+// {0, pttl} or {3, 0}), with a holder's PTTL kept exact where a Duration can hold it
 // and never flipped in sign where it cannot (a waiter sleeps that long).
 func FuzzParseGrant(f *testing.F) {
 	for _, seed := range replySeeds {
@@ -59,6 +61,10 @@ func FuzzParseGrant(f *testing.F) {
 			assert.Positive(t, g.count, "hold count")
 			assert.Equal(t, r[1], int64(g.count))
 			assert.Equal(t, r[2], g.token)
+			return
+		}
+		if g.gone {
+			assert.Equal(t, []int64{int64(lua.NotHeld), 0}, r, "a re-entry of a hold that is gone")
 			return
 		}
 		require.Len(t, r, 2)

@@ -65,3 +65,43 @@ func TestResentReentryOverAFreshTakeIsALoss(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, locked, "no level is left behind")
 }
+
+// TestGivenUpReentryOverAFreeLockEndsTheHold: as above, the lock is free
+// and the owner's Client does not know; the re-entry's caller gives up
+// with its reply missing, so the request is settled by a release to the
+// one level the owner held. Had the re-entry taken the free lock afresh,
+// that release would find one level and leave it: the lost hold would run
+// on, under its old token, over a level nobody releases. Redis takes
+// nothing for a re-entry of a hold it lost: the release finds nothing, the
+// old hold ends with ErrLockLost, and no level is left behind.
+func TestGivenUpReentryOverAFreeLockEndsTheHold(t *testing.T) {
+	c, hook, name, ks, raw := newHookedClient(t)
+	m := c.Mutex(name)
+	octx, _ := withOwner(t.Context())
+	held, err := m.Lock(octx)
+	require.NoError(t, err)
+	_, err = openClient(t, redistest.Shared(t)).Mutex(name).ForceUnlock(t.Context())
+	require.NoError(t, err)
+	require.NoError(t, held.Err(), "the owner's Client has not learnt of the loss yet")
+
+	ctx, giveUp := context.WithCancel(octx)
+	defer giveUp()
+	var sent atomic.Int32
+	hook.mu.Lock()
+	hook.acquire = func(ctx context.Context, send func() rueidis.RedisResult) rueidis.RedisResult {
+		sent.Add(1)
+		send()
+		giveUp()
+		return rueidis.NewErrorResult(errors.New("connection reset: the reply is lost"))
+	}
+	hook.mu.Unlock()
+	_, err = m.Lock(ctx)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, int32(1), sent.Load(), "the re-entry was sent once, then given up")
+
+	assert.ErrorIs(t, context.Cause(held), ErrLockLost, "the old hold ended")
+	assert.ErrorIs(t, m.Unlock(held), ErrNotHeld, "the old hold has nothing to leave")
+	locked, err := raw.Do(t.Context(), raw.B().Exists().Key(ks.Hash).Build()).AsBool()
+	require.NoError(t, err)
+	assert.False(t, locked, "no level is left behind")
+}
