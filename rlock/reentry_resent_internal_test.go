@@ -10,29 +10,23 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rlock/rlock/internal/keys"
 	"github.com/rlock/rlock/internal/redistest"
 )
 
 // TestResentReentryOverAFreshTakeIsALoss: an owner holds a Mutex at one
 // level; another Client force-unlocks it, takes it and lets it go, so the
 // lock is free and the owner's Client does not know. A second goroutine of
-// the owner re-enters, asking for two levels: Redis takes the free lock
-// afresh for the owner, at one level under a new fencing token, and that
-// reply is lost; the resend finds the owner holding and re-enters, to two
-// levels. The count is the one a re-entry of the old hold would have, but
-// the token is not: the old hold ended with ErrLockLost, and the goroutine
-// holds a new one, at one level, under the new token.
+// the owner re-enters, asking for two levels, and the first send's reply
+// is lost. Neither that send nor the resend takes the free lock (a
+// re-entry of a hold Redis lost takes nothing); had one taken it at one
+// level, a resend re-entering that would have got the count a re-entry of
+// the old hold would have, under another token. The old hold ends with
+// ErrLockLost, and the goroutine holds a new one, at one level, under a
+// new token.
 func TestResentReentryOverAFreshTakeIsALoss(t *testing.T) {
-	c, hook, name, ks, raw := newHookedClient(t)
-	m := c.Mutex(name)
-	octx, _ := withOwner(t.Context())
-	held, err := m.Lock(octx)
-	require.NoError(t, err)
+	m, hook, octx, held, om, ks, raw := heldThenForced(t)
 	oldToken, _ := m.FencingToken(held)
-
-	om := openClient(t, redistest.Shared(t)).Mutex(name)
-	_, err = om.ForceUnlock(t.Context())
-	require.NoError(t, err)
 	taken, err := om.Lock(t.Context())
 	require.NoError(t, err)
 	otherToken, _ := om.FencingToken(taken)
@@ -75,14 +69,7 @@ func TestResentReentryOverAFreshTakeIsALoss(t *testing.T) {
 // nothing for a re-entry of a hold it lost: the release finds nothing, the
 // old hold ends with ErrLockLost, and no level is left behind.
 func TestGivenUpReentryOverAFreeLockEndsTheHold(t *testing.T) {
-	c, hook, name, ks, raw := newHookedClient(t)
-	m := c.Mutex(name)
-	octx, _ := withOwner(t.Context())
-	held, err := m.Lock(octx)
-	require.NoError(t, err)
-	_, err = openClient(t, redistest.Shared(t)).Mutex(name).ForceUnlock(t.Context())
-	require.NoError(t, err)
-	require.NoError(t, held.Err(), "the owner's Client has not learnt of the loss yet")
+	m, hook, octx, held, _, ks, raw := heldThenForced(t)
 
 	ctx, giveUp := context.WithCancel(octx)
 	defer giveUp()
@@ -95,7 +82,7 @@ func TestGivenUpReentryOverAFreeLockEndsTheHold(t *testing.T) {
 		return rueidis.NewErrorResult(errors.New("connection reset: the reply is lost"))
 	}
 	hook.mu.Unlock()
-	_, err = m.Lock(ctx)
+	_, err := m.Lock(ctx)
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, int32(1), sent.Load(), "the re-entry was sent once, then given up")
 
@@ -104,4 +91,21 @@ func TestGivenUpReentryOverAFreeLockEndsTheHold(t *testing.T) {
 	locked, err := raw.Do(t.Context(), raw.B().Exists().Key(ks.Hash).Build()).AsBool()
 	require.NoError(t, err)
 	assert.False(t, locked, "no level is left behind")
+}
+
+// heldThenForced locks a Mutex, through a hooked Client, for an owner of
+// its own (octx carries it; held is the lock context), and force-unlocks
+// it through another Client, whose handle of the lock is other: the
+// owner's Client does not know, and held is still live.
+func heldThenForced(t *testing.T) (m *Mutex, hook *requestHook, octx, held context.Context, other *Mutex, ks keys.Keys, raw rueidis.Client) {
+	c, hook, name, ks, raw := newHookedClient(t)
+	m = c.Mutex(name)
+	octx, _ = withOwner(t.Context())
+	held, err := m.Lock(octx)
+	require.NoError(t, err)
+	other = openClient(t, redistest.Shared(t)).Mutex(name)
+	_, err = other.ForceUnlock(t.Context())
+	require.NoError(t, err)
+	require.NoError(t, held.Err(), "the owner's Client has not learnt of the loss yet")
+	return m, hook, octx, held, other, ks, raw
 }
