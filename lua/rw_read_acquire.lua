@@ -6,8 +6,8 @@
 --@include rw.lua
 -- rw read acquire: take or re-enter a read hold of a read-write lock for
 -- one owner, exactly once. KEYS, ARGV and the reply ({GRANTED, count,
--- token}, {REFUSED, pttl}, {STALE, 0}, {NOT_HELD, 0}) are acquire.lua's (ARGV[1] is the
--- owner's read field, B:r); see rw.lua for the hash.
+-- token}, {REFUSED, pttl}, {STALE, 0}, {NOT_HELD, 0}) are acquire.lua's
+-- (ARGV[1] is the owner's read field, B:r); see rw.lua for the hash.
 --
 -- Granted when no other owner holds the write lock and no writer waits, or
 -- as a re-entry (a reader already holding never waits behind a writer: it

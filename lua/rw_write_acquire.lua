@@ -6,8 +6,8 @@
 --@include rw.lua
 -- rw write acquire: take or re-enter the write hold of a read-write lock
 -- for one owner, exactly once. KEYS, ARGV and the reply ({GRANTED, count,
--- token}, {REFUSED, pttl}, {STALE, 0}, {NOT_HELD, 0}) are acquire.lua's (ARGV[1] is the
--- owner's write field, B:w); see rw.lua for the hash.
+-- token}, {REFUSED, pttl}, {STALE, 0}, {NOT_HELD, 0}) are acquire.lua's
+-- (ARGV[1] is the owner's write field, B:w); see rw.lua for the hash.
 --
 -- Granted when no other owner holds the lock, read or write, and no reader
 -- that a write release admitted is still to come in (see rw.lua's admit),

@@ -151,7 +151,7 @@ func (l *lock) ask(ctx context.Context, t *turn, lease time.Duration, waiting bo
 			h.finish(ErrLockLost)
 		}
 		if g.gone {
-			// The lock was free, and a re-entry takes nothing
+			// Redis had lost the hold, and a re-entry takes nothing
 			// (lua/hold.lua's gone): the owner, whose hold just ended,
 			// asks again for a first level, under a new fencing token.
 			return l.ask(ctx, t, lease, waiting)
