@@ -150,10 +150,11 @@ func (l *lock) ask(ctx context.Context, t *turn, lease time.Duration, waiting bo
 			// over afresh, at one level, which the re-entry then raised).
 			h.finish(ErrLockLost)
 		}
-		if g.gone {
+		if g.gone && t.live() == 0 {
 			// Redis had lost the hold, and a re-entry takes nothing
 			// (lua/hold.lua's gone): the owner, whose hold just ended,
 			// asks again for a first level, under a new fencing token.
+			// (Its count is 1 now, which gone never refuses.)
 			return l.ask(ctx, t, lease, waiting)
 		}
 		return g, err
@@ -190,8 +191,9 @@ func (l *lock) unreplicated(ctx context.Context, t *turn, count int, acks int64)
 // nothing: lua/hold.lua's gone). Should Redis answer anything else, the
 // hold ends with ErrLockLost and the grant is a new hold, under its own
 // fencing token. A re-entry of a hold that ended while it was under way
-// is a new hold too, whose levels below its own, the ended hold's, are given back;
-// when Redis no longer held any by then, the grant fails as lost.
+// is a new hold too, whose levels below its own, the ended hold's, are
+// given back; when Redis no longer held any by then, the grant fails as
+// lost.
 func (l *lock) keep(ctx context.Context, t *turn, g grant, sent time.Time, lease time.Duration) error {
 	h := t.activeHold()
 	if h != nil && (g.count != t.count+1 || g.token != h.token) {

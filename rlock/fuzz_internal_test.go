@@ -43,8 +43,9 @@ var replySeeds = [][]byte{
 
 // FuzzParseGrant feeds any reply to the acquire reply parser: it is either
 // refused, or read as the script documents it ({1, count > 0, token},
-// {0, pttl} or {3, 0}), with a holder's PTTL kept exact where a Duration can hold it
-// and never flipped in sign where it cannot (a waiter sleeps that long).
+// {0, pttl} or {3, 0}), with a holder's PTTL kept exact where a Duration
+// can hold it and never flipped in sign where it cannot (a waiter sleeps
+// that long).
 func FuzzParseGrant(f *testing.F) {
 	for _, seed := range replySeeds {
 		f.Add(seed)
