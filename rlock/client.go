@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/redis/rueidis"
 
 	"github.com/rlock/rlock/internal/keys"
@@ -67,7 +66,7 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("rlock: %w", err)
 	}
 	cluster := rc.Mode() == rueidis.ClientModeCluster
-	id := uuid.NewString()
+	id := newClientID()
 	c := &Client{
 		rc:      rc,
 		cfg:     cfg,

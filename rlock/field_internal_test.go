@@ -26,3 +26,22 @@ func TestIsKindField(t *testing.T) {
 		}
 	}
 }
+
+// TestClientIDKeepsFieldsShort checks what newClientID promises: ids that
+// differ, 22 characters with no ':' (the end of the id in a field), and a
+// field that fits in 32 bytes up to the 36^9-th owner, one byte more past
+// it.
+func TestClientIDKeepsFieldsShort(t *testing.T) {
+	seen := map[string]bool{}
+	for range 1000 {
+		id := newClientID()
+		assert.Len(t, id, 22)
+		assert.NotContains(t, id, ":")
+		assert.False(t, seen[id], "an id drawn twice: %s", id)
+		seen[id] = true
+	}
+	c := &Client{id: newClientID()}
+	const most = 101559956668415 // 36^9-1: the last owner number with 9 digits in base 36
+	assert.Len(t, c.field(&owner{n: most}), 32)
+	assert.Len(t, c.field(&owner{n: most + 1}), 33)
+}

@@ -2,9 +2,12 @@ package rlock
 
 import (
 	"context"
+	"encoding/base64"
 	"strconv"
 	"strings"
 	"sync/atomic"
+
+	"github.com/google/uuid"
 )
 
 // owner names one logical holder. Go has no thread identity, so ownership
@@ -20,7 +23,7 @@ type owner struct {
 }
 
 // owners numbers the owners of this process. A number is unique only here,
-// but a hash field always pairs it with its Client's UUID.
+// but a hash field always pairs it with its Client's id.
 var owners atomic.Uint64
 
 // ownerKey is the context key of the owner.
@@ -32,6 +35,16 @@ func (o *owner) Value(key any) any {
 		return o
 	}
 	return o.Context.Value(key)
+}
+
+// newClientID returns a new Client's id: a random UUID spelled in
+// unpadded base64url, 22 characters where its usual spelling takes 36, so
+// that an owner's field (<id>:<owner>) fits in 32 bytes for the first 36^9
+// owners of a process. Every held lock keeps its field, and every call
+// sends it. The alphabet has no ':', which ends the id in a field.
+func newClientID() string {
+	u := uuid.New()
+	return base64.RawURLEncoding.EncodeToString(u[:])
 }
 
 // field is the hash field that names owner o of this Client.

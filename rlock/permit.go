@@ -27,7 +27,7 @@ import (
 // (semaphore_permit_release.lua).
 
 // permitPrefix starts the holder field of a travelling permit. A Client's
-// owner fields start with its UUID, so they never do.
+// owner fields start with its 22-character id, so they never do.
 const permitPrefix = "permit:"
 
 // AcquirePermit waits until a permit of s is free, takes it for lease, and
