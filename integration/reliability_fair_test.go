@@ -30,7 +30,7 @@ func lockOf(set []*rlock.Client, cfg procConfig, name string, j int) (holdLocker
 		for i, c := range set {
 			mutexes[i] = c.Mutex(name)
 		}
-		return redLocker{rlock.NewRedLock(mutexes...)}, false
+		return redLocker{rlock.NewRedLock(mutexes...), mutexes}, false
 	case cfg.Fair:
 		return c.FairMutex(name), false
 	case cfg.RW && j > 0:

@@ -119,8 +119,34 @@ func holdsAcross(ops []Op, proc string, fault Op) []Op {
 	return out
 }
 
-// redLocker is a RedLock as a holdLocker. A RedLock has no fencing token:
-// it reports token 0, and whether ctx still holds.
-type redLocker struct{ *rlock.MultiLock }
+// redLocker is a RedLock as a holdLocker, with the Mutexes it spans. A
+// RedLock has no fencing token: it reports token 0, and whether ctx still
+// holds.
+type redLocker struct {
+	*rlock.MultiLock
+	nodes []*rlock.Mutex
+}
 
 func (redLocker) FencingToken(ctx context.Context) (int64, bool) { return 0, ctx.Err() == nil }
+
+// spansAll reports whether the hold ctx carries has a part on every
+// master. A RedLock is granted on a quorum of parts: a master slow to
+// answer (a loaded machine) is left out, and a hold of a bare quorum loses
+// it to a cut of any master it holds a part on. The victim of a partition
+// scenario holds on every master, so that a cut of a minority leaves it a
+// quorum, as the scenario says.
+func (r redLocker) spansAll(ctx context.Context) bool {
+	for _, m := range r.nodes {
+		if n, err := m.HoldCount(ctx); err != nil || n == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// victimMay reports whether the hold lctx carries, taken through mu, may
+// be the victim's: a RedLock's only when it spans every master.
+func victimMay(mu holdLocker, lctx context.Context) bool {
+	r, ok := mu.(redLocker)
+	return !ok || r.spansAll(lctx)
+}

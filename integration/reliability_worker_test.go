@@ -126,7 +126,7 @@ type worker struct {
 	b     rueidis.Builder // builds the guarded writes' commands
 	rec   *recorder
 	ctl   holdControl // the victim protocol, for the victim worker
-	armed bool        // the next hold is the one the test's fault will hit
+	armed bool        // the next hold that may be the victim's (victimMay) is the one the test's fault will hit
 	prev  *tracked    // the last hold, released
 	timer *time.Timer
 }
@@ -174,7 +174,7 @@ func (w *worker) iteration(ctx context.Context, i int) {
 	h := w.track(lctx, op)
 	w.prev = h
 
-	if w.armed {
+	if w.armed && victimMay(w.mu, lctx) {
 		// The test injects its fault now; once told to go on, the worker
 		// writes even though its lock is lost, and the store must refuse.
 		w.armed = false
