@@ -16,7 +16,8 @@ import (
 // TestReliabilityRedLockPartition runs the workers on a RedLock over three
 // independent masters, each in a network namespace of its own, and cuts
 // child process c0 off, both ways, from some of the masters for twice the
-// lease, while its victim worker holds the RedLock:
+// lease, while its victim worker holds the RedLock with a part on every
+// master (victimMay):
 //
 //   - minority (one master): c0 keeps a quorum, so the victim keeps its
 //     lock through the fault, and nobody else holds meanwhile;
