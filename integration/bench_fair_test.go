@@ -2,13 +2,18 @@ package integration
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rlock/rlock/internal/keys"
 	"github.com/rlock/rlock/internal/redistest"
+	"github.com/rlock/rlock/lua"
 	"github.com/rlock/rlock/rlock"
 )
 
@@ -22,6 +27,13 @@ import (
 //	                          idleness, to a goroutine woken by a subscriber
 //	                          on another client: what any handoff inside
 //	                          Redis costs at least (benchPublishFloor)
+//	Floor/hand-over-idle=2ms  the same with the least script that hands a
+//	                          fair lock over (leastHandOver): what a handoff
+//	                          with a fencing token costs at least
+//	Floor/fair-release-idle=2ms
+//	                          the same with rlock's fair release script,
+//	                          sent raw: Redis's part of a FairMutex handoff
+//	                          (benchFairReleaseFloor)
 //	Handoff/waiters=8/<peer>  Unlock to the next holder's Lock in a relay of
 //	                          nine owners (handoff_bench_test.go)
 //	HotLock/<peer>            16 goroutines on one lock: acquisitions/s and
@@ -50,6 +62,8 @@ func BenchmarkFair(b *testing.B) {
 		reportLatencies(b, latencies)
 	})
 	b.Run("Floor/publish-idle="+relayHold.String(), func(b *testing.B) { benchPublishFloor(b, node, rc) })
+	b.Run("Floor/hand-over-idle="+relayHold.String(), func(b *testing.B) { benchHandOverFloor(b, node, rc) })
+	b.Run("Floor/fair-release-idle="+relayHold.String(), func(b *testing.B) { benchFairReleaseFloor(b, node, rc) })
 	for _, p := range fairPeers {
 		b.Run("Handoff/waiters=8/"+p.name, func(b *testing.B) { benchmarkRelay(b, node, p, 8, 2) })
 	}
@@ -78,15 +92,103 @@ func (l rlockFairLocker) lock(ctx context.Context, name string) (func() error, e
 // ARGV[1] on channel KEYS[1].
 var publishOne = rueidis.NewLuaScript("return redis.call('publish', KEYS[1], ARGV[1])")
 
+// leastHandOver is the least script that hands a fair lock over inside
+// Redis: it frees the lock hash KEYS[1] of its holder ARGV[1], takes the
+// waiter longest in the list KEYS[3], gives it the next token of the
+// counter KEYS[2] and the lock for 30 s, and publishes both on channel
+// KEYS[4]. rlock's fair_release does this and what keeps it safe besides
+// (sequence numbers, fences, the queue's own leases, the heir).
+var leastHandOver = rueidis.NewLuaScript(`
+if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then return 0 end
+redis.call('del', KEYS[1])
+local head = redis.call('lpop', KEYS[3])
+if not head then return 0 end
+local token = redis.call('incr', KEYS[2])
+redis.call('hset', KEYS[1], head, 1)
+redis.call('pexpire', KEYS[1], 30000)
+return redis.call('publish', KEYS[4], head .. ' ' .. token)`)
+
 // benchPublishFloor measures, after relayHold of idleness each time, how
 // long after an EVALSHA of publishOne is sent through rc a goroutine
 // blocked on a channel is woken by a subscriber on another client: the
 // floor of a handoff made inside Redis, one round trip's worth of network
 // and one goroutine's wake-up more than Floor/roundtrip-idle.
 func benchPublishFloor(b *testing.B, node *redistest.Node, rc rueidis.Client) {
+	channel := benchName(b)
+	benchWakeFloor(b, node, channel, nil, func(ctx context.Context) error {
+		return publishOne.Exec(ctx, rc, []string{channel}, []string{"x"}).Error()
+	})
+}
+
+// benchHandOverFloor is benchPublishFloor with leastHandOver, on a lock
+// with one waiter queued: the floor of a handoff that gives the next
+// holder a fencing token.
+func benchHandOverFloor(b *testing.B, node *redistest.Node, rc rueidis.Client) {
+	name := benchName(b)
+	hash, counter, queue, channel := name, name+":token", name+":queue", name+":channel"
+	arm := func(ctx context.Context) error {
+		return errors.Join(
+			rc.Do(ctx, rc.B().Hset().Key(hash).FieldValue().FieldValue("holder", "1").Build()).Error(),
+			rc.Do(ctx, rc.B().Rpush().Key(queue).Element("waiter").Build()).Error())
+	}
+	benchWakeFloor(b, node, channel, arm, func(ctx context.Context) error {
+		return leastHandOver.Exec(ctx, rc, []string{hash, counter, queue, channel}, []string{"holder"}).Error()
+	})
+}
+
+// benchFairReleaseFloor is benchHandOverFloor with rlock's own scripts
+// sent raw: each time, one owner takes the lock and another queues
+// (lua.FairAcquire), and what is measured is the first one's release
+// (lua.FairRelease) handing the lock to the second by a message to its
+// Client's inbox. The gap to Floor/hand-over is the script's weight; the
+// gap from here to Handoff/waiters=8/rlock-fair, rlock's Go code and the
+// relay's eight waiters.
+func benchFairReleaseFloor(b *testing.B, node *redistest.Node, rc rueidis.Client) {
+	const holder, waiter, lease, fenceLife = "holderclient:1", "waiterclient:1", "30000", "40000"
+	k := keys.New("bench:", benchName(b))
+	seq := 0
+	next := func() string {
+		seq++
+		return strconv.Itoa(seq)
+	}
+	acquire := func(ctx context.Context, owner, waiting string) ([]int64, error) {
+		return lua.FairAcquire.Exec(ctx, rc, []string{k.Hash, k.Token, k.Fence, k.Queue, k.Channel},
+			[]string{owner, next(), "1", lease, "0", fenceLife, waiting, "publish", lease, "1"}).AsIntSlice()
+	}
+	release := func(ctx context.Context, owner string) ([]int64, error) {
+		return lua.FairRelease.Exec(ctx, rc, []string{k.Hash, k.Channel, k.Fence, k.Token, k.Queue},
+			[]string{owner, next(), "0", "publish", "0", fenceLife, "0"}).AsIntSlice()
+	}
+	// Each time the waiter, which the last release made the holder, lets
+	// go; the holder takes the free lock, and the waiter queues behind it.
+	arm := func(ctx context.Context) error {
+		if _, err := release(ctx, waiter); err != nil {
+			return err
+		}
+		if got, err := acquire(ctx, holder, "0"); err != nil || got[0] != int64(lua.Granted) {
+			return fmt.Errorf("holder's acquire: %v %w", got, err)
+		}
+		if got, err := acquire(ctx, waiter, "1"); err != nil || got[0] != int64(lua.Refused) {
+			return fmt.Errorf("waiter's acquire: %v %w", got, err)
+		}
+		return nil
+	}
+	benchWakeFloor(b, node, k.Channel+"@waiterclient", arm, func(ctx context.Context) error {
+		got, err := release(ctx, holder)
+		if err == nil && got[0] != int64(lua.Freed) {
+			err = fmt.Errorf("release reply %v", got)
+		}
+		return err
+	})
+}
+
+// benchWakeFloor measures, after relayHold of idleness each time, how long
+// after send began a goroutine blocked on a channel is woken by a
+// subscriber to channel, on a client of its own, for the message send has
+// Redis publish there. arm, if not nil, sets up each time before the idle.
+func benchWakeFloor(b *testing.B, node *redistest.Node, channel string, arm func(ctx context.Context) error, send func(ctx context.Context) error) {
 	ctx := benchContext(b)
 	sub := newRueidis(b, node.Addr())
-	channel := benchName(b)
 	woken := make(chan struct{}, 1)
 	rctx, cancel := context.WithCancel(ctx)
 	received := make(chan error, 1)
@@ -107,14 +209,17 @@ func benchPublishFloor(b *testing.B, node *redistest.Node, rc rueidis.Client) {
 		close(woken)
 	}()
 	require.Eventually(b, func() bool {
-		n, err := rc.Do(ctx, rc.B().PubsubNumsub().Channel(channel).Build()).AsIntMap()
+		n, err := sub.Do(ctx, sub.B().PubsubNumsub().Channel(channel).Build()).AsIntMap()
 		return err == nil && n[channel] == 1
 	}, 5*time.Second, time.Millisecond, "the subscriber subscribed")
 	latencies := make([]time.Duration, 0, 1024)
 	for b.Loop() {
+		if arm != nil {
+			require.NoError(b, arm(ctx))
+		}
 		time.Sleep(relayHold) // the thing measured: a wake-up after the connection idled
 		start := time.Now()
-		require.NoError(b, publishOne.Exec(ctx, rc, []string{channel}, []string{"x"}).Error())
+		require.NoError(b, send(ctx))
 		latencies = append(latencies, (<-at).Sub(start))
 	}
 	reportLatencies(b, latencies)

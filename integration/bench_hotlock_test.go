@@ -25,7 +25,8 @@ const hotLockers = 16
 // rlock and rueidislock are woken when the lock is freed, redsync and
 // redislock poll. A poller's throughput can be high and its fairness poor,
 // as the holder takes the lock back before a sleeping poller looks again;
-// the two figures are read together.
+// the two figures are read together. What an acquisition costs (commands,
+// scripts, CPU here and in Redis) is reported beside them.
 func benchHotLock(b *testing.B, node *redistest.Node) {
 	for _, p := range peers {
 		b.Run(p.name, func(b *testing.B) { benchmarkHotLock(b, node, p) })
@@ -35,6 +36,7 @@ func benchHotLock(b *testing.B, node *redistest.Node) {
 // benchmarkHotLock is HotLock for the lockers of one peer.
 func benchmarkHotLock(b *testing.B, node *redistest.Node, p peer) {
 	l, name := p.open(b, node.Addr(), 0), benchName(b)
+	c := startCost(b, node.Client(b))
 	b.ResetTimer()
 	taken, err := contend(benchContext(b), l, name, hotLockers, b.N)
 	b.StopTimer()
@@ -43,6 +45,7 @@ func benchmarkHotLock(b *testing.B, node *redistest.Node, p peer) {
 	for _, n := range taken {
 		total += n
 	}
+	c.report(total, "acquisition")
 	b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "acquisitions/s")
 	b.ReportMetric(fairness(taken), "min/max")
 }

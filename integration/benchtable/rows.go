@@ -160,6 +160,9 @@ var rows = slices.Concat([]row{
 		versusBest: 1.2,
 	},
 	{title: "Hot lock: fairness, min/max acquisitions per goroutine", bench: "HotLock", unit: "min/max", higher: true},
+	{title: "Hot lock: Redis commands per acquisition", bench: "HotLock", unit: "cmds/acquisition"},
+	{title: "Hot lock: client CPU per acquisition (µs)", bench: "HotLock", unit: "cpu-µs/acquisition"},
+	{title: "Hot lock: Redis CPU per acquisition (µs)", bench: "HotLock", unit: "redis-cpu-µs/acquisition"},
 	{
 		title: "Redis memory growth, 3 s of 64 goroutines at full speed (MB)", bench: "MemoryGrowth", unit: "MB-growth",
 		target: func(c cells) (string, bool) {
