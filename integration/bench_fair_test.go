@@ -140,9 +140,9 @@ func benchHandOverFloor(b *testing.B, node *redistest.Node, rc rueidis.Client) {
 // sent raw: each time, one owner takes the lock and another queues
 // (lua.FairAcquire), and what is measured is the first one's release
 // (lua.FairRelease) handing the lock to the second by a message to its
-// Client's inbox. The gap to Floor/hand-over is the script's weight; the
-// gap from here to Handoff/waiters=8/rlock-fair, rlock's Go code and the
-// relay's eight waiters.
+// Client's inbox, as a release hands over to a waiter of another Client.
+// The gap to Floor/hand-over-idle is what the script does beyond the
+// least hand-over: the checks that keep it safe.
 func benchFairReleaseFloor(b *testing.B, node *redistest.Node, rc rueidis.Client) {
 	const holder, waiter, lease, fenceLife = "holderclient:1", "waiterclient:1", "30000", "40000"
 	k := keys.New("bench:", benchName(b))
