@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"testing"
 	"time"
 
@@ -144,37 +143,25 @@ func benchHandOverFloor(b *testing.B, node *redistest.Node, rc rueidis.Client) {
 // The gap to Floor/hand-over-idle is what the script does beyond the
 // least hand-over: the checks that keep it safe.
 func benchFairReleaseFloor(b *testing.B, node *redistest.Node, rc rueidis.Client) {
-	const holder, waiter, lease, fenceLife = "holderclient:1", "waiterclient:1", "30000", "40000"
-	k := keys.New("bench:", benchName(b))
+	const holder, waiter = "holderclient:1", "waiterclient:1"
 	seq := 0
-	next := func() string {
-		seq++
-		return strconv.Itoa(seq)
-	}
-	acquire := func(ctx context.Context, owner, waiting string) ([]int64, error) {
-		return lua.FairAcquire.Exec(ctx, rc, []string{k.Hash, k.Token, k.Fence, k.Queue, k.Channel},
-			[]string{owner, next(), "1", lease, "0", fenceLife, waiting, "publish", lease, "1"}).AsIntSlice()
-	}
-	release := func(ctx context.Context, owner string) ([]int64, error) {
-		return lua.FairRelease.Exec(ctx, rc, []string{k.Hash, k.Channel, k.Fence, k.Token, k.Queue},
-			[]string{owner, next(), "0", "publish", "0", fenceLife, "0"}).AsIntSlice()
-	}
+	r := rawLock{rc: rc, acquire: lua.FairAcquire, release: lua.FairRelease, k: keys.New("bench:", benchName(b)), seq: &seq}
 	// Each time the waiter, which the last release made the holder, lets
 	// go; the holder takes the free lock, and the waiter queues behind it.
 	arm := func(ctx context.Context) error {
-		if _, err := release(ctx, waiter); err != nil {
+		if _, err := r.free(ctx, waiter); err != nil {
 			return err
 		}
-		if got, err := acquire(ctx, holder, "0"); err != nil || got[0] != int64(lua.Granted) {
+		if got, err := r.take(ctx, holder, "0"); err != nil || got[0] != int64(lua.Granted) {
 			return fmt.Errorf("holder's acquire: %v %w", got, err)
 		}
-		if got, err := acquire(ctx, waiter, "1"); err != nil || got[0] != int64(lua.Refused) {
+		if got, err := r.take(ctx, waiter, "1"); err != nil || got[0] != int64(lua.Refused) {
 			return fmt.Errorf("waiter's acquire: %v %w", got, err)
 		}
 		return nil
 	}
-	benchWakeFloor(b, node, k.Channel+"@waiterclient", arm, func(ctx context.Context) error {
-		got, err := release(ctx, holder)
+	benchWakeFloor(b, node, r.k.Channel+"@waiterclient", arm, func(ctx context.Context) error {
+		got, err := r.free(ctx, holder)
 		if err == nil && got[0] != int64(lua.Freed) {
 			err = fmt.Errorf("release reply %v", got)
 		}

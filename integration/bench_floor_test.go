@@ -138,21 +138,16 @@ func benchmarkParallelRawScripts(b *testing.B, rc rueidis.Client) {
 // the lock k, as Lock and Unlock send them, under the sequence numbers
 // after *seq, which it advances.
 func rawCycle(ctx context.Context, rc rueidis.Client, k keys.Keys, seq *int) error {
-	const field, lease, fenceLife = "client:owner", "30000", "40000"
-	next := func() string {
-		*seq++
-		return strconv.Itoa(*seq)
-	}
-	acquired, err := lua.Acquire.Exec(ctx, rc, []string{k.Hash, k.Token, k.Fence, k.Queue, k.Channel},
-		[]string{field, next(), "1", lease, "0", fenceLife, "0", "publish", lease, "1"}).AsIntSlice()
+	const field = "client:owner"
+	r := rawLock{rc: rc, acquire: lua.Acquire, release: lua.Release, k: k, seq: seq}
+	acquired, err := r.take(ctx, field, "0")
 	if err != nil {
 		return fmt.Errorf("acquire: %w", err)
 	}
 	if acquired[0] != int64(lua.Granted) {
 		return fmt.Errorf("acquire reply %v", acquired)
 	}
-	released, err := lua.Release.Exec(ctx, rc, []string{k.Hash, k.Channel, k.Fence, k.Token, k.Queue},
-		[]string{field, next(), "0", "publish", "0", fenceLife}).AsIntSlice()
+	released, err := r.free(ctx, field)
 	if err != nil {
 		return fmt.Errorf("release: %w", err)
 	}
@@ -160,6 +155,40 @@ func rawCycle(ctx context.Context, rc rueidis.Client, k keys.Keys, seq *int) err
 		return fmt.Errorf("release reply %v", released)
 	}
 	return nil
+}
+
+// rawLock sends one kind's acquire and release scripts to the lock k,
+// with the arguments Lock and Unlock send for a first level under the
+// watchdog's lease, and nothing else: each call under the sequence number
+// after *seq, which it advances.
+type rawLock struct {
+	rc               rueidis.Client
+	acquire, release *lua.Script
+	k                keys.Keys
+	seq              *int
+}
+
+// rawLease and rawFenceLife are the lease and the fence life a rawLock
+// sends, in ms.
+const rawLease, rawFenceLife = "30000", "40000"
+
+// next returns the next sequence number.
+func (r rawLock) next() string {
+	*r.seq++
+	return strconv.Itoa(*r.seq)
+}
+
+// take sends owner's acquire; waiting is "1" when owner waits for the
+// lock (a fair lock queues it when it refuses), else "0".
+func (r rawLock) take(ctx context.Context, owner, waiting string) ([]int64, error) {
+	return r.acquire.Exec(ctx, r.rc, []string{r.k.Hash, r.k.Token, r.k.Fence, r.k.Queue, r.k.Channel},
+		[]string{owner, r.next(), "1", rawLease, "0", rawFenceLife, waiting, "publish", rawLease, "1"}).AsIntSlice()
+}
+
+// free sends owner's release of its one level.
+func (r rawLock) free(ctx context.Context, owner string) ([]int64, error) {
+	return r.release.Exec(ctx, r.rc, []string{r.k.Hash, r.k.Channel, r.k.Fence, r.k.Token, r.k.Queue},
+		[]string{owner, r.next(), "0", "publish", "0", rawFenceLife}).AsIntSlice()
 }
 
 // minimalAcquire and minimalRelease are the commands a Lock and an Unlock
