@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +27,10 @@ import (
 //	                          idleness, to a goroutine woken by a subscriber
 //	                          on another client: what any handoff inside
 //	                          Redis costs at least (benchPublishFloor)
+//	Floor/publish-idle=2ms-pipelined
+//	                          the same sent through a client in pipelining
+//	                          mode, as a Client's is once it has waited
+//	                          (pipelined)
 //	Floor/hand-over-idle=2ms  the same with the least script that hands a
 //	                          fair lock over (leastHandOver): what a handoff
 //	                          with a fencing token costs at least
@@ -34,7 +39,8 @@ import (
 //	                          sent raw: Redis's part of a FairMutex handoff
 //	                          (benchFairReleaseFloor)
 //	Handoff/waiters=8/<peer>  Unlock to the next holder's Lock in a relay of
-//	                          nine owners (handoff_bench_test.go)
+//	                          nine owners in two Clients (handoff_bench_test.go)
+//	Handoff/clients=9/<peer>  the same, each owner in a Client of its own
 //	HotLock/<peer>            16 goroutines on one lock: acquisitions/s and
 //	                          fairness min/max (bench_hotlock_test.go)
 //
@@ -61,10 +67,14 @@ func BenchmarkFair(b *testing.B) {
 		reportLatencies(b, latencies)
 	})
 	b.Run("Floor/publish-idle="+relayHold.String(), func(b *testing.B) { benchPublishFloor(b, node, rc) })
+	b.Run("Floor/publish-idle="+relayHold.String()+"-pipelined", func(b *testing.B) { benchPublishFloor(b, node, pipelined(b, node)) })
 	b.Run("Floor/hand-over-idle="+relayHold.String(), func(b *testing.B) { benchHandOverFloor(b, node, rc) })
 	b.Run("Floor/fair-release-idle="+relayHold.String(), func(b *testing.B) { benchFairReleaseFloor(b, node, rc) })
 	for _, p := range fairPeers {
 		b.Run("Handoff/waiters=8/"+p.name, func(b *testing.B) { benchmarkRelay(b, node, p, 8, 2) })
+	}
+	for _, p := range fairPeers {
+		b.Run("Handoff/clients=9/"+p.name, func(b *testing.B) { benchmarkRelay(b, node, p, 8, 9) })
 	}
 	for _, p := range fairPeers {
 		b.Run("HotLock/"+p.name, func(b *testing.B) { benchmarkHotLock(b, node, p) })
@@ -167,6 +177,27 @@ func benchFairReleaseFloor(b *testing.B, node *redistest.Node, rc rueidis.Client
 		}
 		return err
 	})
+}
+
+// pipelined returns a rueidis client of node whose connections run in
+// pipelining mode, as a Client's do once it has waited: rueidis sends a
+// call on the caller's goroutine and reads its reply there only until a
+// connection first has two calls in flight or a subscription; from then on
+// a writer and a reader goroutine of the connection carry every call.
+func pipelined(b *testing.B, node *redistest.Node) rueidis.Client {
+	rc := newRueidis(b, node.Addr())
+	ctx := benchContext(b)
+	var wg sync.WaitGroup
+	for i := range 64 {
+		wg.Go(func() {
+			for j := range 16 {
+				key := fmt.Sprint("pipelined:", i, ":", j) // keys of many slots: calls go to every connection
+				require.NoError(b, trivial.Exec(ctx, rc, []string{key}, nil).Error())
+			}
+		})
+	}
+	wg.Wait()
+	return rc
 }
 
 // benchWakeFloor measures, after relayHold of idleness each time, how long

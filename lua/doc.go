@@ -194,9 +194,10 @@
 //	P{N'}:queue    hash    a FairMutex's waiters, a doubly linked list: per waiter W,
 //	                       W -> 1 (queued), W#exp -> its own lease's end (Redis time, ms),
 //	                       W#seq -> the seq of W's latest call that applied, W#lease -> the
-//	                       lease to hand it (0: what is left of its own lease), W#prev and
-//	                       W#next -> its neighbours; #head and #last -> the first and the
-//	                       last waiter
+//	                       lease to hand it (0: what is left of its own lease), W#wake ->
+//	                       when W asks again at the latest (Redis time, ms; 0: unknown),
+//	                       W#prev and W#next -> its neighbours; #head and #last -> the
+//	                       first and the last waiter
 //
 // The queue's key expires after its longest entry and goes when the last
 // waiter leaves; a waiter whose own lease passed is dropped when it reaches
@@ -208,10 +209,11 @@
 // lock is the one reserved for it, and nothing is published to it;
 // otherwise the release publishes '@<W> <seq> <token>' on the inbox of that
 // waiter's Client (its seq on the lock is its queued call's). Either way
-// the waiter after W is told '@<next> next <ms>': if W died, or its fixed
-// lease runs out, the lock expires in ms, and that waiter must ask for it
-// then (not a waiter of W's own Client when the watchdog renews W's lease:
-// that lease ends only with W's process, and the waiter's).
+// the waiter after W must ask for the lock within ms: if W died, or its
+// fixed lease runs out, the lock expires then. It is told '@<next> next
+// <ms>' unless it asks by then anyway: its latest refusal (W#wake) has it
+// ask no later, or it is of W's own Client and the watchdog renews W's
+// lease, which then ends only with W's process, and the waiter's.
 //
 // RWMutex (rw_*.lua, rw.lua): a Mutex's keys, on its own base, whose
 // hash holds, for owner base B (<clientID>:<ownerToken>):

@@ -28,7 +28,9 @@
 -- is left of the head's own lease: a head that died is handed the lock
 -- for no longer, and the lock's expiry publishes nothing, so the waiter
 -- must ask by then (the head's successor, told when the lock runs out,
--- may be dead too).
+-- may be dead too). The entry records when the waiter asks again at the
+-- latest (W#wake: the refusal's time plus its pttl), so that a hand-over
+-- tells it of the new holder's lease only when it would ask later.
 local hash, fences, queue, owner = KEYS[1], KEYS[3], KEYS[4], ARGV[1]
 local seq, superseded = tonumber(ARGV[2]), tonumber(ARGV[5])
 local seqField = owner .. '#seq'
@@ -42,7 +44,10 @@ if found == 0 then
 end
 
 local held = redis.pcall('hmget', hash, owner, seqField, owner .. '#fix')
-local entry = redis.pcall('hmget', queue, owner .. '#seq', owner .. '#exp')
+-- entry[4] and entry[5] are the queue's head and last waiter, as long as
+-- this call has not moved them: a call that does sets ends to false.
+local entry = redis.pcall('hmget', queue, owner .. '#seq', owner .. '#exp', owner .. '#wake', '#head', '#last')
+local ends = true
 local f = false -- no fences: the owner's entry is absent
 if found % 4 >= 2 then
     f = redis.pcall('hget', fences, owner)
@@ -73,7 +78,7 @@ fence(fences, owner, superseded, ARGV[6])
 local now = nowMs()
 if entry[1] and tonumber(entry[2]) <= now then
     dequeue(queue, owner) -- its own lease passed: it starts again at the back
-    entry[1] = false
+    entry[1], ends = false, false
 end
 if pttl == -2 then
     local first, e = head(queue, now)
@@ -87,20 +92,27 @@ if pttl == -2 then
     if err then
         return err
     end
-    pttl = redis.call('pttl', hash)
+    pttl, ends = redis.call('pttl', hash), false
 end
 if ARGV[7] == '1' then
     local grant = ARGV[4]
     if ARGV[10] == '1' then
         grant = '0'
     end
-    local exp = now + tonumber(ARGV[9])
+    if not ends then
+        entry[4], entry[5] = unpack(redis.call('hmget', queue, '#head', '#last'))
+    end
+    pttl = untilHeadLapses(queue, owner, entry[4], pttl, now)
+    local exp, wake = now + tonumber(ARGV[9]), 0
+    if pttl > 0 then
+        wake = now + pttl
+    end
     if entry[1] then
-        redis.call('hset', queue, owner .. '#exp', exp, owner .. '#seq', seq, owner .. '#lease', grant)
+        wake = laterWake(entry[3], wake)
+        redis.call('hset', queue, owner .. '#exp', exp, owner .. '#seq', seq, owner .. '#lease', grant, owner .. '#wake', wake)
     else
-        enqueue(queue, owner, owner .. '#exp', exp, owner .. '#seq', seq, owner .. '#lease', grant)
+        enqueue(queue, owner, entry[5], owner .. '#exp', exp, owner .. '#seq', seq, owner .. '#lease', grant, owner .. '#wake', wake)
     end
     lengthen(queue, ARGV[9])
-    pttl = untilHeadLapses(queue, owner, pttl, now)
 end
 return {REFUSED, pttl}

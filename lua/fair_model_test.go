@@ -142,7 +142,7 @@ func checkFair(t *testing.T, rc rueidis.Client, hash, queue string, m *fairModel
 	want := map[string]bool{}
 	for i, w := range m.q {
 		want[w] = true
-		want[w+"#exp"], want[w+"#seq"], want[w+"#lease"] = true, true, true
+		want[w+"#exp"], want[w+"#seq"], want[w+"#lease"], want[w+"#wake"] = true, true, true, true
 		if i > 0 {
 			want[w+"#prev"] = true
 		}

@@ -51,8 +51,9 @@ func Inbox(channel, id string) string {
 // than wakes: "@<tag> next <ms>" wakes the waiters named tag no later than
 // ms from its arrival, and no sooner than they would have woken anyway
 // (WakeAfter). A fair lock's release tells the waiter after the new holder
-// so when that holder's lease ends: that waiter must ask then, in case the
-// holder died, and need not stir before.
+// so when that holder's lease ends before the waiter would ask anyway:
+// that waiter must ask then, in case the holder died, and need not stir
+// before.
 const Deadline = "next "
 
 // unsubscribeTimeout bounds the UNSUBSCRIBE that ends a subscription.

@@ -22,7 +22,8 @@ import (
 // ForceUnlock wakes it, or the holder's lease would run out, and then asks
 // again. When the waiter just ahead of it is handed the lock, it is told
 // that lease (pubsub.Deadline), without being woken, and asks again when
-// it would run out at the latest. A wait that ends without the lock
+// it would run out at the latest; unless its latest refusal has it ask by
+// then anyway, when Redis tells it nothing (lua/queue.lua). A wait that ends without the lock
 // leaves the queue, handing on a lock it was handed meanwhile. Like
 // waitOnChannel, it records its outcome in a.
 func (l *lock) waitInQueue(a *acquisition, wait, lease time.Duration) {
