@@ -46,6 +46,12 @@ local function enqueue(queue, w, last, ...)
     end
 end
 
+-- entryFields are the fields of waiter w's entry but its links, as the
+-- last arguments of a call (Lua passes every value only from the last).
+local function entryFields(w)
+    return w, w .. '#exp', w .. '#seq', w .. '#lease', w .. '#wake'
+end
+
 -- popHead takes waiter w, the head of queue, out of it, nxt being the
 -- waiter after it (false: none, and w is the only one, so the queue goes).
 local function popHead(queue, w, nxt)
@@ -54,7 +60,7 @@ local function popHead(queue, w, nxt)
         return
     end
     redis.call('hset', queue, '#head', nxt)
-    redis.call('hdel', queue, w, w .. '#exp', w .. '#seq', w .. '#lease', w .. '#wake', w .. '#next', nxt .. '#prev')
+    redis.call('hdel', queue, w .. '#next', nxt .. '#prev', entryFields(w))
 end
 
 -- dequeue takes waiter w out of queue, joining its neighbours.
@@ -70,7 +76,7 @@ local function dequeue(queue, w)
     end
     link(queue, prev .. '#next', nxt)
     link(queue, nxt and nxt .. '#prev' or '#last', prev)
-    redis.call('hdel', queue, w, w .. '#exp', w .. '#seq', w .. '#lease', w .. '#wake', w .. '#prev', w .. '#next')
+    redis.call('hdel', queue, w .. '#prev', w .. '#next', entryFields(w))
 end
 
 -- head returns the live waiter longest in queue and its entry {W#exp,
