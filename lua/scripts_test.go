@@ -327,7 +327,7 @@ func assertGone(t *testing.T, rc rueidis.Client, key string) {
 func TestRenewOwnLease(t *testing.T) {
 	rc := redistest.Shared(t).Client(t)
 	k := lockKeys(t)
-	now := redisMillis(t, rc)
+	now := redistest.Millis(t, rc)
 	// Two holders with leases of their own: a live one and one whose lease
 	// passed while the key lives on for the other.
 	require.NoError(t, rc.Do(t.Context(), rc.B().Hset().Key(k.Hash).FieldValue().
@@ -344,16 +344,4 @@ func TestRenewOwnLease(t *testing.T) {
 	assert.Greater(t, pttl(t, rc, k.Hash), int64(30000), "the key outlasts the renewed hold")
 	exp, _ = hget(t, rc, k.Hash, "b#exp")
 	assert.Equal(t, now-1, exp, "a lost hold's lease is not revived")
-}
-
-// redisMillis is Redis's clock in ms, the time own leases are kept in.
-func redisMillis(t *testing.T, rc rueidis.Client) int64 {
-	t.Helper()
-	tm, err := rc.Do(t.Context(), rc.B().Time().Build()).AsStrSlice()
-	require.NoError(t, err)
-	sec, err := strconv.ParseInt(tm[0], 10, 64)
-	require.NoError(t, err)
-	us, err := strconv.ParseInt(tm[1], 10, 64)
-	require.NoError(t, err)
-	return sec*1000 + us/1000
 }

@@ -56,14 +56,10 @@ func TestFairSharedOwnerGiveUpKeepsNote(t *testing.T) {
 	// Y asks while W's own lease has 1 s left, then gives up.
 	wExp, err := admin.Do(t.Context(), admin.B().Hget().Key(k.Queue).Field(wField+"#exp").Build()).ToString()
 	require.NoError(t, err)
-	now, err := admin.Do(t.Context(), admin.B().Time().Build()).AsStrSlice()
-	require.NoError(t, err)
-	secs, err := strconv.ParseInt(now[0], 10, 64)
-	require.NoError(t, err)
 	setExp := func(v string) {
 		require.NoError(t, admin.Do(t.Context(), admin.B().Hset().Key(k.Queue).FieldValue().FieldValue(wField+"#exp", v).Build()).Error())
 	}
-	setExp(strconv.FormatInt(secs*1000+1000, 10))
+	setExp(strconv.FormatInt(redistest.Millis(t, admin)+1000, 10))
 	ctxY, cancelY := context.WithCancel(owner)
 	defer cancelY()
 	gotY := lockWith(fm, ctxY)

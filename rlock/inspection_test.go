@@ -76,11 +76,7 @@ func TestInspectSharedHolds(t *testing.T) {
 	c := sharedClient(t)
 	name := redistest.LockName(t)
 	key := lockKeys(name).Hash
-	now, err := raw.Do(t.Context(), raw.B().Time().Build()).AsStrSlice()
-	require.NoError(t, err)
-	sec, err := strconv.ParseInt(now[0], 10, 64)
-	require.NoError(t, err)
-	ends := strconv.FormatInt(sec*1000+5000, 10)
+	ends := strconv.FormatInt(redistest.Millis(t, raw)+5000, 10)
 	require.NoError(t, raw.Do(t.Context(), raw.B().Hset().Key(key).FieldValue().
 		FieldValue("a:1:r", "2").FieldValue("a:1:r#seq", "7").FieldValue("a:1:r#exp", ends).
 		FieldValue("b:9:r", "1").FieldValue("b:9:r#seq", "3").

@@ -55,16 +55,10 @@ func ReadQueue(ctx context.Context, rc rueidis.Client, k keys.Keys) ([]string, e
 	if err != nil {
 		return nil, fmt.Errorf("HGETALL %s: %w", k.Queue, err)
 	}
-	now, err := rc.Do(ctx, rc.B().Time().Build()).AsStrSlice()
+	nowMs, err := ReadMillis(ctx, rc)
 	if err != nil {
-		return nil, fmt.Errorf("TIME: %w", err)
+		return nil, err
 	}
-	if len(now) != 2 {
-		return nil, fmt.Errorf("TIME answered %v", now)
-	}
-	sec, _ := strconv.ParseInt(now[0], 10, 64)
-	usec, _ := strconv.ParseInt(now[1], 10, 64)
-	nowMs := sec*1000 + usec/1000
 	entries := 0
 	for f := range m {
 		if !strings.Contains(f, "#") {
@@ -86,4 +80,32 @@ func ReadQueue(ctx context.Context, rc rueidis.Client, k keys.Keys) ([]string, e
 		return nil, fmt.Errorf("queue %s is %w: it links %d of its %d waiters, last %q: %v", k.Queue, errBrokenQueue, walked, entries, m["#last"], m)
 	}
 	return live, nil
+}
+
+// Millis is Redis's clock in ms, the time own leases (W#exp, F#exp) are
+// kept in; it fails t when TIME does.
+func Millis(t testing.TB, rc rueidis.Client) int64 {
+	t.Helper()
+	ms, err := ReadMillis(t.Context(), rc)
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	return ms
+}
+
+// ReadMillis is Millis for a caller with no testing.TB.
+func ReadMillis(ctx context.Context, rc rueidis.Client) (int64, error) {
+	now, err := rc.Do(ctx, rc.B().Time().Build()).AsStrSlice()
+	if err != nil {
+		return 0, fmt.Errorf("TIME: %w", err)
+	}
+	if len(now) != 2 {
+		return 0, fmt.Errorf("TIME answered %v", now)
+	}
+	sec, err1 := strconv.ParseInt(now[0], 10, 64)
+	usec, err2 := strconv.ParseInt(now[1], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("TIME answered %v", now)
+	}
+	return sec*1000 + usec/1000, nil
 }
