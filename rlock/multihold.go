@@ -294,13 +294,21 @@ func (mh *multiHold) checkQuorum(lost error) {
 	close(mh.over)
 }
 
-// beginUnlock stops parts from being taken again and waits for any being
-// taken now, so that no part outlives the Unlock. It reports which nodes
-// hold a part, and whether the hold had ended already (its quorum was
-// lost, or a final Unlock came first): the owner holds the MultiLock no
-// more, whatever parts are left.
+// beginUnlock claims one of the hold's levels for an Unlock, stops parts
+// from being taken again and waits for any being taken now, so that no
+// part outlives the Unlock. It reports which nodes hold a part, and
+// whether the hold had ended already (its quorum was lost): the owner
+// holds the MultiLock no more, whatever parts are left. held is nil when
+// every level is claimed by Unlocks under way or done (a final Unlock came
+// first): this Unlock has no level to leave on any node, and concurrent
+// Unlocks of one hold leave one level each, in whatever order their calls
+// reach the nodes.
 func (mh *multiHold) beginUnlock() (held []bool, ended bool) {
 	mh.mu.Lock()
+	if mh.unlocking >= mh.depth {
+		mh.mu.Unlock()
+		return nil, true
+	}
 	ended = mh.ended
 	mh.unlocking++
 	close(mh.poke)

@@ -237,24 +237,26 @@ func endTurn(m *Mutex, ctx context.Context, t *turn, undo bool, wg *sync.WaitGro
 // held none is only logged). It returns ErrNotHeld when the owner held no
 // part of the lock, and when its hold had ended (fewer nodes than the
 // quorum held it, as its context said, or as the nodes said when asked to
-// release it): the parts left are released all the same.
+// release it): the parts left are released all the same. A ctx that
+// carries no hold of ml (one a Lock of ml, or of another handle on the
+// same mutexes, returned) releases nothing: a level its owner has on a
+// node is then another hold's.
 func (ml *MultiLock) Unlock(ctx context.Context) error {
 	if err := ml.check(ctx, true); err != nil {
 		return err
 	}
-	o, ok := ownerFrom(ctx)
-	if !ok {
+	mh, _ := ctx.Value(ml.key()).(*multiHold)
+	if mh == nil {
+		// ctx carries no hold of this MultiLock: a level its owner has on
+		// a node is another hold's (a Mutex Lock, another MultiLock), which
+		// this Unlock leaves as it is, as Lock leaves it.
 		return ErrNotHeld
 	}
-	mh, _ := ctx.Value(ml.key()).(*multiHold)
-	var (
-		held  []bool
-		ended bool
-	)
-	if mh != nil {
-		held, ended = mh.beginUnlock()
+	held, ended := mh.beginUnlock()
+	if held == nil {
+		return ErrNotHeld
 	}
-	octx := carrying(context.WithoutCancel(ctx), o)
+	octx := carrying(context.WithoutCancel(ctx), mh.o)
 	errs := make([]error, len(ml.mutexes))
 	var wg sync.WaitGroup
 	for i, m := range ml.mutexes {
@@ -276,7 +278,7 @@ func (ml *MultiLock) Unlock(ctx context.Context) error {
 			notHeld++
 		case err == nil:
 			released++
-		case held == nil || held[i]:
+		case held[i]:
 			failures = append(failures, err)
 		default:
 			m := ml.mutexes[i]
@@ -287,9 +289,7 @@ func (ml *MultiLock) Unlock(ctx context.Context) error {
 	// the lock was lost, though this process had not learnt it yet.
 	gone := released+len(failures) < ml.quorum
 	ended = ended || gone
-	if mh != nil {
-		mh.endUnlock(gone)
-	}
+	mh.endUnlock(gone)
 	switch {
 	case (notHeld == len(ml.mutexes) || ended) && failures == nil:
 		return ErrNotHeld

@@ -12,6 +12,41 @@ import (
 	"github.com/rlock/rlock/rlock"
 )
 
+// ownerHold is a hold an owner can have over a node of a MultiLock
+// besides the MultiLock's own: setup has the owner hold it, and returns
+// its lock context, the owner's context to call ml with, ml, and the
+// hold's release.
+type ownerHold struct {
+	name  string
+	setup func(t *testing.T, c *rlock.Client, name string) (held, with context.Context, ml *rlock.MultiLock, release func() error)
+}
+
+// ownerHolds are the owner's own Mutex, another MultiLock over the node,
+// and the same MultiLock taken by another goroutine of the owner.
+var ownerHolds = []ownerHold{
+	{"own Mutex", func(t *testing.T, c *rlock.Client, name string) (context.Context, context.Context, *rlock.MultiLock, func() error) {
+		a := c.Mutex(name + ".a")
+		ctxA, err := a.Lock(t.Context())
+		require.NoError(t, err)
+		return ctxA, ctxA, rlock.NewMultiLock(a, c.Mutex(name+".b")), func() error { return a.Unlock(ctxA) }
+	}},
+	{"overlapping MultiLock", func(t *testing.T, c *rlock.Client, name string) (context.Context, context.Context, *rlock.MultiLock, func() error) {
+		ab := rlock.NewMultiLock(c.Mutex(name+".a"), c.Mutex(name+".b"))
+		abctx, err := ab.Lock(t.Context())
+		require.NoError(t, err)
+		return abctx, abctx, rlock.NewMultiLock(c.Mutex(name+".a"), c.Mutex(name+".c")), func() error { return ab.Unlock(abctx) }
+	}},
+	{"shared owner", func(t *testing.T, c *rlock.Client, name string) (context.Context, context.Context, *rlock.MultiLock, func() error) {
+		ml := rlock.NewMultiLock(c.Mutex(name+".a"), c.Mutex(name+".b"))
+		owner := sharedOwner(t, c, name)
+		first, err := ml.Lock(owner)
+		require.NoError(t, err)
+		// Another goroutine of the owner locks with the owner's
+		// context, which carries no hold of ml.
+		return first, owner, ml, func() error { return ml.Unlock(first) }
+	}},
+}
+
 // TestMultiLockRefusesPartsTheOwnerHolds: a MultiLock's part is its
 // owner's hold on the node, which the MultiLock's Unlock and a lost quorum
 // end. So a fresh MultiLock hold by an owner that holds a node already
@@ -23,35 +58,7 @@ import (
 // nothing renewed.)
 func TestMultiLockRefusesPartsTheOwnerHolds(t *testing.T) {
 	const lease = 600 * time.Millisecond
-	// setup has the owner hold something, and returns its lock context,
-	// the context to take ml with, ml, and the other hold's release.
-	type setup func(t *testing.T, c *rlock.Client, name string) (held, with context.Context, ml *rlock.MultiLock, release func() error)
-	for _, tc := range []struct {
-		name  string
-		setup setup
-	}{
-		{"own Mutex", func(t *testing.T, c *rlock.Client, name string) (context.Context, context.Context, *rlock.MultiLock, func() error) {
-			a := c.Mutex(name + ".a")
-			ctxA, err := a.Lock(t.Context())
-			require.NoError(t, err)
-			return ctxA, ctxA, rlock.NewMultiLock(a, c.Mutex(name+".b")), func() error { return a.Unlock(ctxA) }
-		}},
-		{"overlapping MultiLock", func(t *testing.T, c *rlock.Client, name string) (context.Context, context.Context, *rlock.MultiLock, func() error) {
-			ab := rlock.NewMultiLock(c.Mutex(name+".a"), c.Mutex(name+".b"))
-			abctx, err := ab.Lock(t.Context())
-			require.NoError(t, err)
-			return abctx, abctx, rlock.NewMultiLock(c.Mutex(name+".a"), c.Mutex(name+".c")), func() error { return ab.Unlock(abctx) }
-		}},
-		{"shared owner", func(t *testing.T, c *rlock.Client, name string) (context.Context, context.Context, *rlock.MultiLock, func() error) {
-			ml := rlock.NewMultiLock(c.Mutex(name+".a"), c.Mutex(name+".b"))
-			owner := sharedOwner(t, c, name)
-			first, err := ml.Lock(owner)
-			require.NoError(t, err)
-			// Another goroutine of the owner locks with the owner's
-			// context, which carries no hold of ml.
-			return first, owner, ml, func() error { return ml.Unlock(first) }
-		}},
-	} {
+	for _, tc := range ownerHolds {
 		t.Run(tc.name, func(t *testing.T) {
 			name := redistest.LockName(t)
 			c := sharedClient(t, rlock.WithLeaseTime(lease))
@@ -71,6 +78,35 @@ func TestMultiLockRefusesPartsTheOwnerHolds(t *testing.T) {
 				require.NoError(t, err)
 				assert.False(t, locked, "%s left held", n)
 			}
+		})
+	}
+}
+
+// TestMultiLockUnlockLeavesPartsTheOwnerHolds: an Unlock of a MultiLock
+// with a context that carries no hold of it (one the owner's other hold
+// returned) fails with ErrNotHeld and releases nothing: the owner's level
+// on a node is the other hold's, as Lock treats it. (Unlock released a
+// level on every node: it freed the owner's own Mutex and ended its
+// context, or freed a node under another MultiLock whose context lived.)
+func TestMultiLockUnlockLeavesPartsTheOwnerHolds(t *testing.T) {
+	const lease = 600 * time.Millisecond
+	for _, tc := range ownerHolds {
+		t.Run(tc.name, func(t *testing.T) {
+			name := redistest.LockName(t)
+			c := sharedClient(t, rlock.WithLeaseTime(lease))
+			held, with, ml, release := tc.setup(t, c, name)
+			require.ErrorIs(t, ml.Unlock(with), rlock.ErrNotHeld, "an Unlock with a context that carries no hold of the MultiLock")
+
+			time.Sleep(2 * lease) // a hold whose renewals stopped would have run out
+			assert.NoError(t, held.Err(), "the owner's other hold lives on: cause %v", context.Cause(held))
+			locked, err := c.Mutex(name + ".a").IsLocked(t.Context())
+			require.NoError(t, err)
+			assert.True(t, locked, "the owner's other hold's node is held in Redis")
+			rival := sharedClient(t, rlock.WithLeaseTime(lease)).Mutex(name + ".a")
+			_, ok, err := rival.TryLock(t.Context(), 0, 0)
+			require.NoError(t, err)
+			assert.False(t, ok, "another Client took a while the owner's other hold was live")
+			require.NoError(t, release())
 		})
 	}
 }
