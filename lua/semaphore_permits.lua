@@ -7,9 +7,12 @@
 --         'add': add n, which may be negative
 -- ARGV[2] n
 -- ARGV[3] publish command   'publish', or 'spublish' on a Cluster
+-- ARGV[4] the largest count, either way from 0, that Lua's numbers (doubles)
+--         hold exactly: 2^53; acquire reads the permits as one
 --
 -- Reply (a number, not a code): set: 1 when it set them, 0 when they
---        were set already; add: the permits after the call
+--        were set already; add: the permits after the call, or nil (and
+--        nothing done) when they would leave that range
 --
 -- Permits that came (set, or added n > 0) wake every waiter: a waiter
 -- refused before any holder existed marked nothing that a release would
@@ -27,6 +30,11 @@ if ARGV[1] == 'set' then
     redis.call('set', permits, ARGV[2])
     reply = 1
 else
+    -- Compared before adding: a sum beyond 2^53 would be rounded.
+    local now, most = tonumber(redis.call('get', permits) or '0'), tonumber(ARGV[4])
+    if (n >= 0 and now > most - n) or (n < 0 and now < -(most + n)) then
+        return false
+    end
     reply = redis.call('incrby', permits, ARGV[2])
 end
 if n > 0 then

@@ -51,15 +51,15 @@ func (d *CountDownLatch) Name() string {
 	return d.latch().Name()
 }
 
-// TrySetCount sets the count to n > 0 when it is 0 or unset, and reports
-// whether it did.
+// TrySetCount sets the count to n, from 1 to MaxCount, when it is 0 or
+// unset, and reports whether it did.
 func (d *CountDownLatch) TrySetCount(ctx context.Context, n int) (bool, error) {
 	l := d.latch()
 	if err := l.check(ctx); err != nil {
 		return false, l.wrap(err)
 	}
-	if n <= 0 {
-		return false, l.wrap(fmt.Errorf("%w: count %d: must be positive", ErrInvalidArgument, n))
+	if err := checkCount("count", n); err != nil {
+		return false, l.wrap(err)
 	}
 	set, err := lua.LatchSet.Exec(ctx, l.c.rc, []string{l.keys.Hash()}, []string{strconv.Itoa(n)}).AsInt64()
 	if err != nil {

@@ -90,10 +90,13 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// WithRetryTimeout bounds how long an acquire or release whose reply was lost
-// is resent (each resend supersedes the lost call, so none applies twice or
-// late), how long settling a given-up acquire may take, and how long Unlock
-// runs when its context is already done. Default DefaultRetryTimeout.
+// WithRetryTimeout bounds each acquire's and release's exchange with Redis:
+// the first send and, when a reply was lost, the resends (each supersedes
+// the lost call, so none applies twice or late); also how long settling a
+// given-up acquire may take, and how long Unlock runs when its context is
+// already done. An exchange that runs out fails with an error that matches
+// context.DeadlineExceeded, so a timeout shorter than a round trip fails
+// every call. Default DefaultRetryTimeout.
 func WithRetryTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {

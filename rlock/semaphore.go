@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/rlock/rlock/internal/keys"
 	"github.com/rlock/rlock/lua"
 )
@@ -118,11 +120,11 @@ func (s *Semaphore) ForceRelease(ctx context.Context) (bool, error) {
 	return s.engine().forceUnlock(ctx)
 }
 
-// TrySetPermits sets the number of permits to n > 0 when it was never set,
-// and reports whether it did. It wakes every waiter.
+// TrySetPermits sets the number of permits to n, from 1 to MaxCount, when
+// it was never set, and reports whether it did. It wakes every waiter.
 func (s *Semaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
-	if n <= 0 {
-		return false, s.engine().wrap(fmt.Errorf("%w: %d permits: must be positive", ErrInvalidArgument, n))
+	if err := checkCount("permits", n); err != nil {
+		return false, s.engine().wrap(err)
 	}
 	set, err := s.permits(ctx, "set", n)
 	return set == 1, err
@@ -130,11 +132,16 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
 
 // AddPermits adds n permits, or takes -n away when n < 0 (the semaphore may
 // then have fewer permits than are held: Available is negative until
-// enough are released). Permits added wake every waiter.
+// enough are released). Permits added wake every waiter. When the permits
+// would leave the range -MaxCount to MaxCount, it fails with
+// ErrInvalidArgument and changes nothing.
 //
 // AddPermits is sent once and never resent: when it fails in transit,
 // whether it applied is unknown (Available tells).
 func (s *Semaphore) AddPermits(ctx context.Context, n int) error {
+	if int64(n) < -MaxCount || int64(n) > MaxCount {
+		return s.engine().wrap(fmt.Errorf("%w: %d permits added: must be from -MaxCount to MaxCount (2^53)", ErrInvalidArgument, n))
+	}
 	_, err := s.permits(ctx, "add", n)
 	return err
 }
@@ -146,8 +153,11 @@ func (s *Semaphore) permits(ctx context.Context, mode string, n int) (int64, err
 		return 0, l.wrap(err)
 	}
 	k := l.keys.Value()
-	reply, err := lua.SemaphorePermits.Exec(ctx, l.c.rc, []string{k.Token, k.Channel}, []string{mode, strconv.Itoa(n), l.c.publish}).AsInt64()
-	if err != nil {
+	reply, err := lua.SemaphorePermits.Exec(ctx, l.c.rc, []string{k.Token, k.Channel}, []string{mode, strconv.Itoa(n), l.c.publish, maxCountArg}).AsInt64()
+	switch {
+	case rueidis.IsRedisNil(err):
+		return 0, l.wrap(fmt.Errorf("%w: %d permits more would leave the range -MaxCount to MaxCount", ErrInvalidArgument, n))
+	case err != nil:
 		return 0, l.wrap(fmt.Errorf("rlock: semaphore permits: %w", err))
 	}
 	return reply, nil
