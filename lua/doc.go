@@ -19,7 +19,7 @@
 // PEXPIRE ... GT, which they use. The release scripts (release,
 // fair_release, rw_read_release, rw_write_release, semaphore_release,
 // semaphore_permit_release), force_release, renew,
-// semaphore_permit_extend and latch_countdown carry the allow-oom flag, so
+// semaphore_permit_extend, latch_countdown and void carry the allow-oom flag, so
 // that locks can still be released and renewed, and latches counted down,
 // when Redis is at maxmemory; the acquire
 // scripts do not, so at maxmemory Redis refuses new holds cleanly, before
@@ -146,8 +146,15 @@
 // the latch's count-down, tells a request's calls from earlier ones by a
 // number reserved before its first call. The other scripts (renew,
 // force_release, inspect, rw_state, latch_set, semaphore_permits,
-// semaphore_available, semaphore_permit_extend) answer plain numbers
+// semaphore_available, semaphore_permit_extend, void) answer plain numbers
 // (booleans, counts) or values, as their headers say, never codes.
+//
+// The writes that belong to no owner's hold (force_release,
+// semaphore_permits, semaphore_permit_extend, latch_set) run once per
+// call (once.lua): each call is named '<C>!<seq>' and keeps its answer
+// under that name in the resource's fences; void.lua settles a call whose
+// reply never came, so that it never runs after and its answer, if it
+// ran, is told.
 //
 // # Redis layout
 //
@@ -185,7 +192,8 @@
 //	                       persistent; started from the server clock in µs whenever it is
 //	                       missing, so that tokens keep growing across a restart that lost it
 //	P{N'}:fence    hash    F -> the highest seq of F whose reply was lost; written only after
-//	                       a lost reply, and it expires
+//	                       a lost reply; C!<seq> -> the answer of a call of force_release
+//	                       ('void': voided before it came; once.lua); it expires
 //	P{N'}:queue    zset    a Mutex's waiting Clients: C scored by the Redis time in µs its
 //	                       first waiter was refused while subscribed; the release that
 //	                       frees a marked lock pops the first and publishes '@<C>' on its
@@ -246,7 +254,9 @@
 //	P{N'}:semaphore:unlock   channel 'unlocked' for one permit back, 'all' for more, and
 //	                                 'all' when permits are set or added
 //	P{N'}:semaphore:fence    hash    the give-up fences, as a lock's; C#seq -> the seq of Client
-//	                                 C's latest ReleasePermit call that gave a permit back
+//	                                 C's latest ReleasePermit call that gave a permit back;
+//	                                 C!<seq> -> the answer of a call of semaphore_permits,
+//	                                 semaphore_permit_extend or force_release (once.lua)
 //
 // A holder whose F#exp has passed holds nothing: every script drops it
 // before it decides. A travelling permit (AcquirePermit) is the holder
@@ -260,7 +270,8 @@
 //	P{N'}:latch          hash    count -> the count; C#seq -> the seq of Client C's latest
 //	                             call that counted. At 0 it expires a fence life later.
 //	P{N'}:latch:unlock   channel 'all' when the count reaches 0
-//	P{N'}:latch:fence    hash    C -> the highest seq of C whose reply was lost
+//	P{N'}:latch:fence    hash    C -> the highest seq of C whose reply was lost; C!<seq> ->
+//	                             the answer of a call of latch_set (once.lua)
 //
 // A Mutex, a Semaphore and a CountDownLatch of one name share a slot but
 // no key.

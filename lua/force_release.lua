@@ -1,4 +1,5 @@
 #!lua flags=allow-oom
+--@include once.lua
 -- force release: delete the lock whoever holds it, every hold on it (an
 -- RWMutex's readers and writer alike), and wake every waiter
 -- ('all', pubsub.WakeAll): each asks again, and the kind's own rule (the
@@ -6,12 +7,18 @@
 --
 -- KEYS[1] lock hash         P{N}
 -- KEYS[2] unlock channel    P{N}:unlock
+-- KEYS[3] fences            P{N}:fence
 -- ARGV[1] publish command: 'publish', or 'spublish' on a Cluster
+-- ARGV[2] the call's name, ARGV[3] fence life in ms (once.lua)
 --
 -- Reply (a number, not a code): 1 if a lock was deleted, 0 if there was
--- none.
-if redis.call('del', KEYS[1]) == 1 then
-    redis.call(ARGV[1], KEYS[2], 'all')
-    return 1
+-- none; false for a call voided before it came (once.lua).
+local fences, name = KEYS[3], ARGV[2]
+if voided(fences, name) then
+    return false
 end
-return 0
+local deleted = redis.call('del', KEYS[1])
+if deleted == 1 then
+    redis.call(ARGV[1], KEYS[2], 'all')
+end
+return answered(fences, name, ARGV[3], deleted)

@@ -19,8 +19,15 @@ var FairAcquire = load("fair_acquire.lua", once)
 // the next waiter; see fair_release.lua.
 var FairRelease = load("fair_release.lua", once)
 
-// ForceRelease deletes a lock whoever holds it; see force_release.lua.
+// ForceRelease deletes a lock whoever holds it, once per call (once.lua);
+// see force_release.lua.
 var ForceRelease = load("force_release.lua", once)
+
+// Void settles a call of a script that runs once per call (once.lua) and
+// whose reply never came: it never runs after, and its answer, if it ran,
+// is told. It changes nothing the second time, so it is retryable; see
+// void.lua.
+var Void = load("void.lua", retryable)
 
 // Renew extends the leases of a batch of holds in one Cluster slot; see
 // renew.lua. It is owner-checked and only lengthens, so it is retryable.

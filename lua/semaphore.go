@@ -12,8 +12,8 @@ var SemaphoreRelease = load("semaphore_release.lua", once)
 // retryable (see semaphore_available.lua).
 var SemaphoreAvailable = load("semaphore_available.lua", retryable)
 
-// SemaphorePermits sets or changes a semaphore's permits (see
-// semaphore_permits.lua).
+// SemaphorePermits sets or changes a semaphore's permits, once per call
+// (once.lua; see semaphore_permits.lua).
 var SemaphorePermits = load("semaphore_permits.lua", once)
 
 // SemaphorePermitRelease gives back a travelling permit by its id, from
@@ -23,7 +23,6 @@ var SemaphorePermits = load("semaphore_permits.lua", once)
 // the permit as the owner.
 var SemaphorePermitRelease = load("semaphore_permit_release.lua", once)
 
-// SemaphorePermitExtend lengthens a travelling permit's lease; checked
-// against the permit and only lengthening, so retryable (see
-// semaphore_permit_extend.lua).
-var SemaphorePermitExtend = load("semaphore_permit_extend.lua", retryable)
+// SemaphorePermitExtend lengthens a travelling permit's lease, once per
+// call (once.lua; see semaphore_permit_extend.lua).
+var SemaphorePermitExtend = load("semaphore_permit_extend.lua", once)

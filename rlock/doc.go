@@ -390,10 +390,14 @@
 //     lost. A Do refused as lost matches ErrLockLost; one with commands it
 //     cannot run (see Mutex.Do), ErrInvalidArgument; one that too few
 //     replicas acknowledged, ErrNotReplicated (the commands ran).
-//   - ErrOutcomeUnknown: an acquire (of any kind), an AcquirePermit or a
-//     CountDown whose reply was lost and whose settling call got no answer
-//     either: it may still apply (a hold until its lease ends, a count
-//     for good). Any other error of those calls means it did not apply.
+//   - ErrOutcomeUnknown: an acquire (of any kind), an AcquirePermit, a
+//     CountDown, or a write that runs once (ForceUnlock, TrySetPermits,
+//     AddPermits, ExtendPermit, TrySetCount) whose reply was lost and
+//     whose settling call got no answer either: it may still apply (a
+//     hold until its lease ends, a count or a deletion for good). Any
+//     other error of those calls means it did not apply, and will not; a
+//     write that runs once and applied while its caller's ctx ended
+//     returns its result and no error.
 //
 // A call whose context ended wraps ctx.Err(); a Redis failure wraps the
 // rueidis error (a refused acquire at maxmemory wraps Redis's OOM reply).

@@ -63,9 +63,10 @@ var (
 	// got no answer either: Redis stayed unreachable, or the replies lost,
 	// for the whole retry timeout. A copy of the request may then still
 	// apply. A Lock's or an Acquire's hold would end with its lease, an
-	// AcquirePermit's permit with its own; a CountDown's count stays. Every
-	// other error of these calls means the request did not apply, and
-	// will not. The error wraps the request's own (ctx.Err() when ctx
+	// AcquirePermit's permit with its own; a CountDown's count stays, and
+	// so does what a write that runs once did (ForceUnlock, TrySetPermits,
+	// AddPermits, ExtendPermit, TrySetCount). Every other error of these
+	// calls means the request did not apply, and will not. The error wraps the request's own (ctx.Err() when ctx
 	// ended) and the settling call's.
 	ErrOutcomeUnknown = errors.New("rlock: outcome unknown")
 )

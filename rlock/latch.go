@@ -52,7 +52,8 @@ func (d *CountDownLatch) Name() string {
 }
 
 // TrySetCount sets the count to n, from 1 to MaxCount, when it is 0 or
-// unset, and reports whether it did.
+// unset, and reports whether it did. It runs once: it applies before it
+// returns or never, unless its error wraps ErrOutcomeUnknown.
 func (d *CountDownLatch) TrySetCount(ctx context.Context, n int) (bool, error) {
 	l := d.latch()
 	if err := l.check(ctx); err != nil {
@@ -61,7 +62,7 @@ func (d *CountDownLatch) TrySetCount(ctx context.Context, n int) (bool, error) {
 	if err := checkCount("count", n); err != nil {
 		return false, l.wrap(err)
 	}
-	set, err := lua.LatchSet.Exec(ctx, l.c.rc, []string{l.keys.Hash()}, []string{strconv.Itoa(n)}).AsInt64()
+	set, err := l.once(ctx, lua.LatchSet, []string{l.keys.Hash(), l.keys.Value().Fence}, []string{strconv.Itoa(n)})
 	if err != nil {
 		return false, l.wrap(fmt.Errorf("rlock: latch set: %w", err))
 	}

@@ -117,8 +117,12 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 }
 
 // ForceUnlock deletes the lock whoever holds it and wakes its waiters. It
-// reports whether there was a lock to delete. This Client's own holds on the
-// lock end with ErrLockLost. Another Client learns that its holds ended at
+// reports whether there was a lock to delete. It applies before it returns
+// or never, also when ctx ends while it is under way (it then waits, up to
+// the retry timeout, to learn which), unless its error wraps
+// ErrOutcomeUnknown. This Client's own holds on the lock end with
+// ErrLockLost, also when that error leaves it unknown whether the lock
+// was deleted. Another Client learns that its holds ended at
 // its next renewal (or at a fixed lease's end); until then a Lock made
 // there after the wake-up still waits behind its own Client's hold, which
 // it takes for live without asking Redis.

@@ -117,7 +117,8 @@ func (s *Semaphore) ReleasePermit(ctx context.Context, id string) error {
 // lease from now (in Redis's time), from any Client; it never shortens it.
 // It returns an error matching ErrNotHeld when no live permit has that id:
 // a permit whose lease ran out is not revived. lease must be at least
-// MinLease. It only lengthens, so it is resent after a lost reply.
+// MinLease. It runs once: it applies before it returns or never, unless
+// its error wraps ErrOutcomeUnknown.
 func (s *Semaphore) ExtendPermit(ctx context.Context, id string, lease time.Duration) error {
 	l := s.engine()
 	if err := l.check(ctx); err != nil {
@@ -129,7 +130,7 @@ func (s *Semaphore) ExtendPermit(ctx context.Context, id string, lease time.Dura
 	if err := validLease(lease); err != nil {
 		return l.wrap(err)
 	}
-	n, err := lua.SemaphorePermitExtend.Exec(ctx, l.c.rc, []string{l.keys.Hash()}, []string{permitPrefix + id, millis(lease)}).AsInt64()
+	n, err := l.once(ctx, lua.SemaphorePermitExtend, []string{l.keys.Hash(), l.keys.Value().Fence}, []string{permitPrefix + id, millis(lease)})
 	switch {
 	case err != nil:
 		return l.wrap(fmt.Errorf("rlock: extend permit: %w", err))

@@ -297,19 +297,22 @@ func parseRelease(reply []int64) (released, int, error) {
 	return 0, 0, fmt.Errorf("rlock: unexpected release reply %v", slices.Clone(reply)) // a copy: reply stays on its caller's stack
 }
 
-// forceUnlock deletes the lock's hash whoever holds it and wakes a waiter;
-// this Client's holds on it end with ErrLockLost. See Mutex.ForceUnlock.
+// forceUnlock deletes the lock's hash whoever holds it and wakes a waiter,
+// once (once.go); this Client's holds on it end with ErrLockLost, also
+// when whether it ran is unknown. See Mutex.ForceUnlock.
 func (l *lock) forceUnlock(ctx context.Context) (bool, error) {
 	if err := l.check(ctx); err != nil {
 		return false, l.wrap(err)
 	}
-	keys := []string{l.keys.Value().Hash, l.keys.Value().Channel}
-	reply, err := lua.ForceRelease.Exec(ctx, l.c.rc, keys, []string{l.c.publish}).AsInt64()
+	k := l.keys.Value()
+	deleted, err := l.once(ctx, lua.ForceRelease, []string{k.Hash, k.Channel, k.Fence}, []string{l.c.publish})
+	if err == nil || errors.Is(err, ErrOutcomeUnknown) {
+		for _, h := range l.c.holdsOn(k.Hash) {
+			h.finish(errForceUnlocked)
+		}
+	}
 	if err != nil {
 		return false, l.wrap(fmt.Errorf("rlock: force release: %w", err))
 	}
-	for _, h := range l.c.holdsOn(l.keys.Value().Hash) {
-		h.finish(errForceUnlocked)
-	}
-	return reply == 1, nil
+	return deleted == 1, nil
 }

@@ -2,11 +2,10 @@ package rlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
-
-	"github.com/redis/rueidis"
 
 	"github.com/rlock/rlock/internal/keys"
 	"github.com/rlock/rlock/lua"
@@ -136,8 +135,9 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
 // would leave the range -MaxCount to MaxCount, it fails with
 // ErrInvalidArgument and changes nothing.
 //
-// AddPermits is sent once and never resent: when it fails in transit,
-// whether it applied is unknown (Available tells).
+// Like TrySetPermits, it runs once: it applies before it returns or
+// never, even when ctx ends while it is under way, unless its error wraps
+// ErrOutcomeUnknown (Redis out of reach for the retry timeout).
 func (s *Semaphore) AddPermits(ctx context.Context, n int) error {
 	if int64(n) < -MaxCount || int64(n) > MaxCount {
 		return s.engine().wrap(fmt.Errorf("%w: %d permits added: must be from -MaxCount to MaxCount (2^53)", ErrInvalidArgument, n))
@@ -153,9 +153,9 @@ func (s *Semaphore) permits(ctx context.Context, mode string, n int) (int64, err
 		return 0, l.wrap(err)
 	}
 	k := l.keys.Value()
-	reply, err := lua.SemaphorePermits.Exec(ctx, l.c.rc, []string{k.Token, k.Channel}, []string{mode, strconv.Itoa(n), l.c.publish, maxCountArg}).AsInt64()
+	reply, err := l.once(ctx, lua.SemaphorePermits, []string{k.Token, k.Channel, k.Fence}, []string{mode, strconv.Itoa(n), l.c.publish, maxCountArg})
 	switch {
-	case rueidis.IsRedisNil(err):
+	case errors.Is(err, errNoAnswer):
 		return 0, l.wrap(fmt.Errorf("%w: %d permits more would leave the range -MaxCount to MaxCount", ErrInvalidArgument, n))
 	case err != nil:
 		return 0, l.wrap(fmt.Errorf("rlock: semaphore permits: %w", err))
