@@ -31,17 +31,19 @@
 //
 // # Which scripts may be resent
 //
-// Only idempotent scripts may be resent blindly. Renew and
-// SemaphorePermitExtend are checked against the holder and only lengthen
-// leases, and RWState and SemaphoreAvailable read
+// Only idempotent scripts may be resent blindly. Renew is checked against
+// the holder and only lengthens leases, Void changes nothing the second
+// time, and RWState and SemaphoreAvailable read
 // without writing: they are built retryable, and rueidis resends their
 // Exec after a lost reply (a caller that builds their commands with
 // EvalSHA decides itself: the watchdog does). Inspect is read-only and goes as EVALSHA_RO, which
 // rueidis resends too. Every other script writes, and a blind resend could
 // apply it twice (a release lowering a count twice is Redisson #4871; an
-// AddPermits adding twice): they are sent once, and only rlock's request
-// protocol, below, sends an acquire, a release or a count-down again, as a
-// new call that supersedes the lost one.
+// AddPermits adding twice), or late (an extension from the time it
+// runs): they are sent once, and only rlock's request protocol, below,
+// sends an acquire, a release or a count-down again, as a new call that
+// supersedes the lost one; the writes that belong to no hold are voided
+// instead (once.lua).
 //
 // # Helpers and includes
 //
@@ -151,10 +153,10 @@
 //
 // The writes that belong to no owner's hold (force_release,
 // semaphore_permits, semaphore_permit_extend, latch_set) run once per
-// call (once.lua): each call is named '<C>!<seq>' and keeps its answer
-// under that name in the resource's fences; void.lua settles a call whose
-// reply never came, so that it never runs after and its answer, if it
-// ran, is told.
+// call (once.lua): each call keeps its answer under a key of its own, the
+// resource's fences key, ':', C, '!' and a seq, for the fence life;
+// void.lua settles a call whose reply never came, so that it never runs
+// after and its answer, if it ran, is told.
 //
 // # Redis layout
 //
@@ -192,8 +194,9 @@
 //	                       persistent; started from the server clock in µs whenever it is
 //	                       missing, so that tokens keep growing across a restart that lost it
 //	P{N'}:fence    hash    F -> the highest seq of F whose reply was lost; written only after
-//	                       a lost reply; C!<seq> -> the answer of a call of force_release
-//	                       ('void': voided before it came; once.lua); it expires
+//	                       a lost reply, and it expires
+//	P{N'}:fence:C!<seq>  string  the answer of a call of force_release ('void': voided before
+//	                       it came; once.lua); it expires
 //	P{N'}:queue    zset    a Mutex's waiting Clients: C scored by the Redis time in µs its
 //	                       first waiter was refused while subscribed; the release that
 //	                       frees a marked lock pops the first and publishes '@<C>' on its
@@ -254,8 +257,8 @@
 //	P{N'}:semaphore:unlock   channel 'unlocked' for one permit back, 'all' for more, and
 //	                                 'all' when permits are set or added
 //	P{N'}:semaphore:fence    hash    the give-up fences, as a lock's; C#seq -> the seq of Client
-//	                                 C's latest ReleasePermit call that gave a permit back;
-//	                                 C!<seq> -> the answer of a call of semaphore_permits,
+//	                                 C's latest ReleasePermit call that gave a permit back
+//	P{N'}:semaphore:fence:C!<seq>    string  the answer of a call of semaphore_permits,
 //	                                 semaphore_permit_extend or force_release (once.lua)
 //
 // A holder whose F#exp has passed holds nothing: every script drops it
@@ -270,8 +273,8 @@
 //	P{N'}:latch          hash    count -> the count; C#seq -> the seq of Client C's latest
 //	                             call that counted. At 0 it expires a fence life later.
 //	P{N'}:latch:unlock   channel 'all' when the count reaches 0
-//	P{N'}:latch:fence    hash    C -> the highest seq of C whose reply was lost; C!<seq> ->
-//	                             the answer of a call of latch_set (once.lua)
+//	P{N'}:latch:fence    hash    C -> the highest seq of C whose reply was lost
+//	P{N'}:latch:fence:C!<seq>  string  the answer of a call of latch_set (once.lua)
 //
 // A Mutex, a Semaphore and a CountDownLatch of one name share a slot but
 // no key.

@@ -2,19 +2,11 @@
 -- release and count-down script (directly, or through hold.lua and
 -- rw.lua).
 --
--- keepFences has the fences hash, just written, last life ms at least.
-local function keepFences(fences, life)
-    if redis.call('pttl', fences) < tonumber(life) then
-        redis.call('pexpire', fences, life)
-    end
-end
-
 -- fence records, for life ms, that no call of owner with a seq up to
 -- superseded may apply any more: a copy of a call that a later call
 -- superseded may still reach Redis after it. The fences hash holds one
--- field per owner whose reply was lost lately, never one per call (but
--- for the rare writes of once.lua), and it expires. A fences key that is
--- not a hash (overwritten) is left alone.
+-- field per owner whose reply was lost lately, never one per call, and it
+-- expires. A fences key that is not a hash (overwritten) is left alone.
 local function fence(fences, owner, superseded, life)
     if superseded <= 0 then
         return
@@ -26,7 +18,9 @@ local function fence(fences, owner, superseded, life)
     if tonumber(redis.call('hget', fences, owner) or '0') < superseded then
         redis.call('hset', fences, owner, superseded)
     end
-    keepFences(fences, life)
+    if redis.call('pttl', fences) < tonumber(life) then
+        redis.call('pexpire', fences, life)
+    end
 end
 
 -- staleCall reports whether a call of owner with seq is a copy of one that a

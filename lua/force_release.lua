@@ -7,18 +7,16 @@
 --
 -- KEYS[1] lock hash         P{N}
 -- KEYS[2] unlock channel    P{N}:unlock
--- KEYS[3] fences            P{N}:fence
+-- KEYS[3] the call's answer key, ARGV[2] fence life in ms (once.lua)
 -- ARGV[1] publish command: 'publish', or 'spublish' on a Cluster
--- ARGV[2] the call's name, ARGV[3] fence life in ms (once.lua)
 --
 -- Reply (a number, not a code): 1 if a lock was deleted, 0 if there was
 -- none; false for a call voided before it came (once.lua).
-local fences, name = KEYS[3], ARGV[2]
-if voided(fences, name) then
+if voided(KEYS[3]) then
     return false
 end
 local deleted = redis.call('del', KEYS[1])
 if deleted == 1 then
     redis.call(ARGV[1], KEYS[2], 'all')
 end
-return answered(fences, name, ARGV[3], deleted)
+return answered(KEYS[3], ARGV[2], deleted)

@@ -4,8 +4,7 @@
 --
 -- KEYS[1] latch hash        P{N}:latch (see latch_countdown.lua)
 -- ARGV[1] count, > 0
--- KEYS[2] fences            P{N}:latch:fence
--- ARGV[2] the call's name, ARGV[3] fence life in ms (once.lua)
+-- KEYS[2] the call's answer key, ARGV[2] fence life in ms (once.lua)
 --
 -- Reply (a number, not a code): 1 when it set the count, 0 when the latch
 -- was counting already; false for a call voided before it came
@@ -13,8 +12,8 @@
 -- The hash is made persistent again: a latch at 0 expires, a counting one
 -- does not. The Clients' C#seq fields stay: sequence numbers only grow;
 -- so does 'opened', which an Await compares.
-local hash, fences, name = KEYS[1], KEYS[2], ARGV[2]
-if voided(fences, name) then
+local hash, answer = KEYS[1], KEYS[2]
+if voided(answer) then
     return false
 end
 local t = redis.call('type', hash).ok
@@ -22,8 +21,8 @@ if t ~= 'hash' and t ~= 'none' then
     return redis.error_reply('WRONGTYPE latch key ' .. hash .. ' is not a hash')
 end
 if tonumber(redis.call('hget', hash, 'count') or '0') > 0 then
-    return answered(fences, name, ARGV[3], 0)
+    return answered(answer, ARGV[2], 0)
 end
 redis.call('hset', hash, 'count', ARGV[1])
 redis.call('persist', hash)
-return answered(fences, name, ARGV[3], 1)
+return answered(answer, ARGV[2], 1)

@@ -132,7 +132,7 @@ func TestRealScriptErrors(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "@lua/lease.lua:"+lineOf(t, "lease.lua", "redis.call('pexpire', key, ms, 'gt')"))
 
-	err = ForceRelease.Exec(t.Context(), rc, []string{key, key + ":unlock", key + ":fence"}, []string{"nosuchcommand", "c!1", "60000"}).Error()
+	err = ForceRelease.Exec(t.Context(), rc, []string{key, key + ":unlock", key + ":fence:c!1"}, []string{"nosuchcommand", "60000"}).Error()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "@lua/force_release.lua:"+lineOf(t, "force_release.lua", "redis.call(ARGV[1]"))
 }

@@ -294,11 +294,11 @@ func TestForceRelease(t *testing.T) {
 	rc := redistest.Shared(t).Client(t)
 	k := lockKeys(t)
 	call{owner: "a", seq: 1, count: 1}.acquire(t, rc, k)
-	keys := []string{k.Hash, k.Channel, k.Fence}
-	n, err := lua.ForceRelease.Exec(t.Context(), rc, keys, []string{"publish", onceName(), fenceLife}).AsInt64()
+	args := []string{"publish", fenceLife}
+	n, err := lua.ForceRelease.Exec(t.Context(), rc, []string{k.Hash, k.Channel, onceKey(k)}, args).AsInt64()
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), n)
-	n, err = lua.ForceRelease.Exec(t.Context(), rc, keys, []string{"publish", onceName(), fenceLife}).AsInt64()
+	n, err = lua.ForceRelease.Exec(t.Context(), rc, []string{k.Hash, k.Channel, onceKey(k)}, args).AsInt64()
 	require.NoError(t, err)
 	assert.Equal(t, int64(0), n, "nothing left to delete")
 }

@@ -7,8 +7,7 @@
 -- KEYS[1] holders hash      P{N}:semaphore (see holders.lua)
 -- ARGV[1] permit field P    'permit:<id>'
 -- ARGV[2] lease in ms
--- KEYS[2] fences            P{N}:semaphore:fence
--- ARGV[3] the call's name, ARGV[4] fence life in ms (once.lua)
+-- KEYS[2] the call's answer key, ARGV[3] fence life in ms (once.lua)
 --
 -- Reply (a number, not a code): 1 when the permit is live and its lease
 -- now ends no earlier than lease from now; 0 when no live permit has that
@@ -20,20 +19,20 @@
 -- runs: a late copy would lengthen a lease its caller was told stayed as
 -- it was. So it runs once (once.lua). allow-oom: a permit must be kept at
 -- maxmemory.
-local hash, permit, fences, name = KEYS[1], ARGV[1], KEYS[2], ARGV[3]
-if voided(fences, name) then
+local hash, permit, answer = KEYS[1], ARGV[1], KEYS[2]
+if voided(answer) then
     return false
 end
 if redis.call('type', hash).ok ~= 'hash' then
-    return answered(fences, name, ARGV[4], 0)
+    return answered(answer, ARGV[3], 0)
 end
 local held = redis.call('hmget', hash, permit, permit .. '#exp')
 local now, lease = nowMs(), tonumber(ARGV[2])
 if not held[1] or not held[2] or tonumber(held[2]) <= now then
-    return answered(fences, name, ARGV[4], 0)
+    return answered(answer, ARGV[3], 0)
 end
 if now + lease > tonumber(held[2]) then
     redis.call('hset', hash, permit .. '#exp', now + lease)
 end
 lengthen(hash, lease)
-return answered(fences, name, ARGV[4], 1)
+return answered(answer, ARGV[3], 1)

@@ -31,7 +31,7 @@ func (c permitRelease) send(t *testing.T, rc rueidis.Client, k keys.Keys) []int6
 
 func permitExtend(t *testing.T, rc rueidis.Client, k keys.Keys, id string, ms int) int64 {
 	t.Helper()
-	n, err := lua.SemaphorePermitExtend.Exec(t.Context(), rc, []string{k.Hash, k.Fence}, []string{"permit:" + id, strconv.Itoa(ms), onceName(), fenceLife}).AsInt64()
+	n, err := lua.SemaphorePermitExtend.Exec(t.Context(), rc, []string{k.Hash, onceKey(k)}, []string{"permit:" + id, strconv.Itoa(ms), fenceLife}).AsInt64()
 	require.NoError(t, err)
 	return n
 }

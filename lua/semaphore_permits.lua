@@ -4,14 +4,14 @@
 --
 -- KEYS[1] permits           P{N}:semaphore:permits
 -- KEYS[2] channel           P{N}:semaphore:unlock
--- KEYS[3] fences            P{N}:semaphore:fence
+-- KEYS[3] the call's answer key (once.lua)
 -- ARGV[1] 'set': set the permits to n when they were never set
 --         'add': add n, which may be negative
 -- ARGV[2] n
 -- ARGV[3] publish command   'publish', or 'spublish' on a Cluster
 -- ARGV[4] the largest count, either way from 0, that Lua's numbers (doubles)
 --         hold exactly: 2^53; acquire reads the permits as one
--- ARGV[5] the call's name, ARGV[6] fence life in ms (once.lua)
+-- ARGV[5] fence life in ms (once.lua)
 --
 -- Reply (a number, not a code): set: 1 when it set them, 0 when they
 --        were set already; add: the permits after the call, or nil (and
@@ -21,8 +21,8 @@
 -- Permits that came (set, or added n > 0) wake every waiter: a waiter
 -- refused before any holder existed marked nothing that a release would
 -- see, so only this message reaches it.
-local permits, n, fences, name = KEYS[1], tonumber(ARGV[2]), KEYS[3], ARGV[5]
-if voided(fences, name) then
+local permits, n, answer = KEYS[1], tonumber(ARGV[2]), KEYS[3]
+if voided(answer) then
     return false
 end
 local t = redis.call('type', permits).ok
@@ -32,7 +32,7 @@ end
 local reply
 if ARGV[1] == 'set' then
     if t == 'string' then
-        return answered(fences, name, ARGV[6], 0)
+        return answered(answer, ARGV[5], 0)
     end
     redis.call('set', permits, ARGV[2])
     reply = 1
@@ -40,11 +40,11 @@ else
     -- Compared before adding: a sum beyond 2^53 would be rounded.
     local now, most = tonumber(redis.call('get', permits) or '0'), tonumber(ARGV[4])
     if (n >= 0 and now > most - n) or (n < 0 and now < -(most + n)) then
-        return answered(fences, name, ARGV[6], false)
+        return answered(answer, ARGV[5], false)
     end
     reply = redis.call('incrby', permits, ARGV[2])
 end
 if n > 0 then
     redis.call(ARGV[3], KEYS[2], 'all')
 end
-return answered(fences, name, ARGV[6], reply)
+return answered(answer, ARGV[5], reply)

@@ -2,6 +2,7 @@ package rlock_test
 
 import (
 	"math"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -18,14 +19,26 @@ import (
 // 2^62 stored its count as "4.6116860184273879e+18" once counted down,
 // which no call could read or reset.)
 func TestCountsStayWithinMaxCount(t *testing.T) {
+	if strconv.IntSize < 64 {
+		t.Skip("counts beyond 2^53 are not ints on a 32-bit machine; the limit is MaxCount's there too")
+	}
 	ctx := t.Context()
 	c := sharedClient(t)
 	name := redistest.LockName(t)
-	most, beyond := int(rlock.MaxCount), int(rlock.MaxCount+1)
+	// Converted at run time, so that the file builds where int is 32 bits.
+	ints := func(ns ...int64) []int {
+		out := make([]int, len(ns))
+		for i, n := range ns {
+			out[i] = int(n)
+		}
+		return out
+	}
+	counts := ints(rlock.MaxCount, rlock.MaxCount+1, 1<<62, math.MaxInt64, math.MinInt64)
+	most, beyond, huge, maxInt, minInt := counts[0], counts[1], counts[2], counts[3], counts[4]
 
 	t.Run("Semaphore", func(t *testing.T) {
 		s := c.Semaphore(name)
-		for _, n := range []int{beyond, math.MaxInt64, 0, -1} {
+		for _, n := range []int{beyond, maxInt, 0, -1} {
 			_, err := s.TrySetPermits(ctx, n)
 			require.ErrorIs(t, err, rlock.ErrInvalidArgument, "TrySetPermits(%d)", n)
 		}
@@ -39,7 +52,7 @@ func TestCountsStayWithinMaxCount(t *testing.T) {
 		}
 		require.Equal(t, most, available())
 
-		for _, n := range []int{1, beyond, math.MinInt64, math.MaxInt64} {
+		for _, n := range []int{1, beyond, minInt, maxInt} {
 			require.ErrorIs(t, s.AddPermits(ctx, n), rlock.ErrInvalidArgument, "AddPermits(%d) from MaxCount", n)
 		}
 		require.Equal(t, most, available(), "a refused AddPermits changes nothing")
@@ -57,7 +70,7 @@ func TestCountsStayWithinMaxCount(t *testing.T) {
 
 	t.Run("CountDownLatch", func(t *testing.T) {
 		l := c.CountDownLatch(name)
-		for _, n := range []int{beyond, 1 << 62, math.MaxInt64, 0} {
+		for _, n := range []int{beyond, huge, maxInt, 0} {
 			_, err := l.TrySetCount(ctx, n)
 			require.ErrorIs(t, err, rlock.ErrInvalidArgument, "TrySetCount(%d)", n)
 		}

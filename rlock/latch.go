@@ -62,7 +62,7 @@ func (d *CountDownLatch) TrySetCount(ctx context.Context, n int) (bool, error) {
 	if err := checkCount("count", n); err != nil {
 		return false, l.wrap(err)
 	}
-	set, err := l.once(ctx, lua.LatchSet, []string{l.keys.Hash(), l.keys.Value().Fence}, []string{strconv.Itoa(n)})
+	set, err := l.once(ctx, lua.LatchSet, l.keys.Value().Fence, []string{l.keys.Hash()}, []string{strconv.Itoa(n)})
 	if err != nil {
 		return false, l.wrap(fmt.Errorf("rlock: latch set: %w", err))
 	}

@@ -130,7 +130,7 @@ func (s *Semaphore) ExtendPermit(ctx context.Context, id string, lease time.Dura
 	if err := validLease(lease); err != nil {
 		return l.wrap(err)
 	}
-	n, err := l.once(ctx, lua.SemaphorePermitExtend, []string{l.keys.Hash(), l.keys.Value().Fence}, []string{permitPrefix + id, millis(lease)})
+	n, err := l.once(ctx, lua.SemaphorePermitExtend, l.keys.Value().Fence, []string{l.keys.Hash()}, []string{permitPrefix + id, millis(lease)})
 	switch {
 	case err != nil:
 		return l.wrap(fmt.Errorf("rlock: extend permit: %w", err))

@@ -305,7 +305,7 @@ func (l *lock) forceUnlock(ctx context.Context) (bool, error) {
 		return false, l.wrap(err)
 	}
 	k := l.keys.Value()
-	deleted, err := l.once(ctx, lua.ForceRelease, []string{k.Hash, k.Channel, k.Fence}, []string{l.c.publish})
+	deleted, err := l.once(ctx, lua.ForceRelease, k.Fence, []string{k.Hash, k.Channel}, []string{l.c.publish})
 	if err == nil || errors.Is(err, ErrOutcomeUnknown) {
 		for _, h := range l.c.holdsOn(k.Hash) {
 			h.finish(errForceUnlocked)

@@ -153,7 +153,7 @@ func (s *Semaphore) permits(ctx context.Context, mode string, n int) (int64, err
 		return 0, l.wrap(err)
 	}
 	k := l.keys.Value()
-	reply, err := l.once(ctx, lua.SemaphorePermits, []string{k.Token, k.Channel, k.Fence}, []string{mode, strconv.Itoa(n), l.c.publish, maxCountArg})
+	reply, err := l.once(ctx, lua.SemaphorePermits, k.Fence, []string{k.Token, k.Channel}, []string{mode, strconv.Itoa(n), l.c.publish, maxCountArg})
 	switch {
 	case errors.Is(err, errNoAnswer):
 		return 0, l.wrap(fmt.Errorf("%w: %d permits more would leave the range -MaxCount to MaxCount", ErrInvalidArgument, n))
