@@ -66,8 +66,9 @@ var (
 	// AcquirePermit's permit with its own; a CountDown's count stays, and
 	// so does what a write that runs once did (ForceUnlock, TrySetPermits,
 	// AddPermits, ExtendPermit, TrySetCount). Every other error of these
-	// calls means the request did not apply, and will not. The error wraps the request's own (ctx.Err() when ctx
-	// ended) and the settling call's.
+	// calls means the request did not apply, and will not. The error
+	// wraps the request's own (ctx.Err() when ctx ended) and the settling
+	// call's.
 	ErrOutcomeUnknown = errors.New("rlock: outcome unknown")
 )
 
