@@ -16,11 +16,11 @@ const MaxCount int64 = 1 << 53
 // maxCountArg is MaxCount as a script argument.
 var maxCountArg = strconv.FormatInt(MaxCount, 10)
 
-// checkCount reports why n cannot be what counts: it must be above 0 and
-// at most MaxCount.
-func checkCount(what string, n int) error {
-	if n <= 0 || int64(n) > MaxCount {
-		return fmt.Errorf("%w: %s %d: must be from 1 to MaxCount (2^53)", ErrInvalidArgument, what, n)
+// checkCount reports why n cannot be what counts: it must be from least
+// to MaxCount.
+func checkCount(what string, n int, least int64) error {
+	if int64(n) < least || int64(n) > MaxCount {
+		return fmt.Errorf("%w: %s %d: must be from %d to MaxCount (2^53)", ErrInvalidArgument, what, n, least)
 	}
 	return nil
 }

@@ -59,7 +59,7 @@ func (d *CountDownLatch) TrySetCount(ctx context.Context, n int) (bool, error) {
 	if err := l.check(ctx); err != nil {
 		return false, l.wrap(err)
 	}
-	if err := checkCount("count", n); err != nil {
+	if err := checkCount("count", n, 1); err != nil {
 		return false, l.wrap(err)
 	}
 	set, err := l.once(ctx, lua.LatchSet, l.keys.Value().Fence, []string{l.keys.Hash()}, []string{strconv.Itoa(n)})

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/redis/rueidis"
 
@@ -66,15 +65,12 @@ func (r *resource) once(ctx context.Context, s *lua.Script, fences string, keys,
 func (r *resource) void(ctx context.Context, answer string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.c.cfg.retryTimeout)
 	defer cancel()
+	var pause backoff
+	defer pause.stop()
 	for {
 		kept, err := lua.Void.Exec(ctx, r.c.rc, []string{answer}, []string{r.c.fenceMs}).ToString()
-		if err == nil || !resendable(err, false) || errors.Is(err, rueidis.ErrClosing) {
+		if err == nil || !resendable(err, false) || errors.Is(err, rueidis.ErrClosing) || !pause.wait(ctx) {
 			return kept, err
-		}
-		select {
-		case <-ctx.Done():
-			return "", err
-		case <-time.After(resendBackoff):
 		}
 	}
 }

@@ -98,7 +98,8 @@ func appendInts(into []int64, msg rueidis.RedisMessage) ([]int64, error) {
 // numbers (do.lua's carries the replies of the commands it ran).
 func (c *Client) exchangeMessage(ctx context.Context, t *turn, s *lua.Script, call scriptCall, acked bool) (reply rueidis.RedisMessage, acks int64, sent time.Time, err error) {
 	sent = time.Now()
-	var timer *time.Timer // made on the first resend: most requests need none
+	var pause backoff
+	defer pause.stop()
 	var last error
 	for {
 		seq := c.seq.Add(1)
@@ -122,17 +123,35 @@ func (c *Client) exchangeMessage(ctx context.Context, t *turn, s *lua.Script, ca
 		}
 		last = err
 		c.cfg.logger.Debug("rlock: resending request", "key", t.id.key, "err", err)
-		if timer == nil {
-			timer = time.NewTimer(resendBackoff)
-			defer timer.Stop()
-		} else {
-			timer.Reset(resendBackoff)
-		}
-		select {
-		case <-ctx.Done():
+		if !pause.wait(ctx) {
 			return reply, acks, sent, err
-		case <-timer.C:
 		}
+	}
+}
+
+// backoff is the pause before each resend of a call, resendBackoff, on a
+// timer made at the first: most calls need none.
+type backoff struct{ timer *time.Timer }
+
+// wait pauses for resendBackoff, and reports false when ctx ended first.
+func (b *backoff) wait(ctx context.Context) bool {
+	if b.timer == nil {
+		b.timer = time.NewTimer(resendBackoff)
+	} else {
+		b.timer.Reset(resendBackoff)
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-b.timer.C:
+		return true
+	}
+}
+
+// stop releases the timer, if one was made.
+func (b *backoff) stop() {
+	if b.timer != nil {
+		b.timer.Stop()
 	}
 }
 

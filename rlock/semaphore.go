@@ -122,7 +122,7 @@ func (s *Semaphore) ForceRelease(ctx context.Context) (bool, error) {
 // TrySetPermits sets the number of permits to n, from 1 to MaxCount, when
 // it was never set, and reports whether it did. It wakes every waiter.
 func (s *Semaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
-	if err := checkCount("permits", n); err != nil {
+	if err := checkCount("permits", n, 1); err != nil {
 		return false, s.engine().wrap(err)
 	}
 	set, err := s.permits(ctx, "set", n)
@@ -139,8 +139,8 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
 // never, even when ctx ends while it is under way, unless its error wraps
 // ErrOutcomeUnknown (Redis out of reach for the retry timeout).
 func (s *Semaphore) AddPermits(ctx context.Context, n int) error {
-	if int64(n) < -MaxCount || int64(n) > MaxCount {
-		return s.engine().wrap(fmt.Errorf("%w: %d permits added: must be from -MaxCount to MaxCount (2^53)", ErrInvalidArgument, n))
+	if err := checkCount("permits added", n, -MaxCount); err != nil {
+		return s.engine().wrap(err)
 	}
 	_, err := s.permits(ctx, "add", n)
 	return err
