@@ -34,7 +34,7 @@ func (l *lock) acquire(ctx context.Context, wait, lease time.Duration) (context.
 	if l.begin(&a, ctx, wait, lease) {
 		l.waitOnChannel(&a, wait, lease)
 	}
-	return l.end(&a)
+	return l.end(&a, lease)
 }
 
 // acquisition is one acquire call on its way: the caller's context, the
@@ -71,9 +71,15 @@ func (l *lock) begin(a *acquisition, ctx context.Context, wait, lease time.Durat
 	if fresh := a.octx == context.Context(a.o); fresh && wait != 0 && l.contended() {
 		return true
 	}
-	a.lctx, a.g, a.err = l.attempt(a.octx, l.holdID(a.o), lease, false)
-	a.trace.attempt(l, a.g, a.err, wait != 0)
+	l.firstAttempt(a, lease, wait != 0)
 	return a.err == nil && !a.g.acquired && wait != 0
+}
+
+// firstAttempt is a's attempt before any wait; waits says a wait may
+// follow a refusal.
+func (l *lock) firstAttempt(a *acquisition, lease time.Duration, waits bool) {
+	a.lctx, a.g, a.err = l.attempt(a.octx, l.holdID(a.o), lease, false)
+	a.trace.attempt(l, a.g, a.err, waits)
 }
 
 // contended reports whether this Client knows l is contended: waiters of
@@ -88,7 +94,14 @@ func (l *lock) contended() bool {
 }
 
 // end reports the acquire to the hooks and returns what the caller gets.
-func (l *lock) end(a *acquisition) (context.Context, bool, error) {
+// An acquire whose wait ran out before it could subscribe (a wait shorter
+// than the subscription takes, or a subscription being made again) after
+// begin skipped its attempt has made none: it makes one now, so that no
+// wait tries less than a wait of 0. lease is the acquire's.
+func (l *lock) end(a *acquisition, lease time.Duration) (context.Context, bool, error) {
+	if a.err == nil && a.trace.attempts == 0 {
+		l.firstAttempt(a, lease, false)
+	}
 	a.trace.end(a.ctx, l, a.g, a.err)
 	switch {
 	case a.err != nil:

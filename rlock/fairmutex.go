@@ -65,7 +65,7 @@ func (f *FairMutex) acquire(ctx context.Context, wait, lease time.Duration) (con
 	if l.begin(&a, ctx, wait, lease) {
 		l.waitInQueue(&a, wait, lease)
 	}
-	return l.end(&a)
+	return l.end(&a, lease)
 }
 
 // Name returns the lock's name.

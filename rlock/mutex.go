@@ -49,7 +49,7 @@ func (m *Mutex) acquire(ctx context.Context, wait, lease time.Duration) (context
 	if l.begin(&a, ctx, wait, lease) {
 		l.waitParked(&a, wait, lease)
 	}
-	return l.end(&a)
+	return l.end(&a, lease)
 }
 
 // Name returns the lock's name.
