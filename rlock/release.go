@@ -232,12 +232,14 @@ func (l *lock) settle(ctx context.Context, t *turn, err error) error {
 // release back to no level removes it, even when ctx is done, and even
 // after Close woke the waiter: other Clients' waiters must not wait out the
 // lease of a place nobody will take. (The Client's turns are gone then; the
-// release runs in a turn of its own, which is safe because a waiter is its
-// owner's only call on the lock and holds no level of it.) If it cannot
+// release runs in a turn of its own, which is safe because every waiting
+// call of the closed Client is failing, and a waiter holds no level.) If it cannot
 // run (Redis unreachable), its own lease ends it. When another call of the
 // owner holds the lock meanwhile, a release to the count it holds leaves
 // its levels as they are and takes the Client's place (release.lua).
 //
+// The owner's calls share its mark, and only the last of them to stop
+// waiting withdraws (waitOnChannel, waitInQueue).
 // last is false for a Mutex waiter that was not its Client's last ready
 // waiter (waitParked): its Client still waits, and only a hand-over to it
 // whose reply never came (its turn's unsettled seq) is taken back, which

@@ -47,12 +47,14 @@ var (
 		acquire: lua.RWReadAcquire,
 		release: lua.RWReadRelease,
 		suffix:  ":r",
+		marked:  true,
 	}
 	writeKind = &kind{
 		name:    "rwmutex.write",
 		acquire: lua.RWWriteAcquire,
 		release: lua.RWWriteRelease,
 		suffix:  ":w",
+		marked:  true,
 	}
 )
 
@@ -175,7 +177,7 @@ func (rw *RWMutex) ForceUnlock(ctx context.Context) (bool, error) {
 
 // rlock takes the read lock for ctx's owner, waiting up to wait. A reader
 // that stops waiting without it takes its waiting mark, or its admission,
-// back.
+// back, when no other call of its owner waits (waitOnChannel).
 func (rw *RWMutex) rlock(ctx context.Context, wait, lease time.Duration) (context.Context, bool, error) {
 	r := rw.readLock()
 	if err := r.check(ctx); err != nil {
@@ -185,20 +187,17 @@ func (rw *RWMutex) rlock(ctx context.Context, wait, lease time.Duration) (contex
 	if _, writing := rw.write.carried(ctx); writing {
 		parent = outliving(ctx)
 	}
-	parent, o := withOwner(parent)
 	lctx, ok, err := r.acquire(parent, wait, lease)
 	if !ok {
-		if wait != 0 {
-			r.withdraw(parent, o, true)
-		}
 		return ctx, false, err
 	}
 	return lctx, true, nil
 }
 
 // lock takes the write lock for ctx's owner, waiting up to wait. A writer
-// that stops waiting without it takes its waiting mark back, so that the
-// readers it held back need not wait for the mark's lease.
+// that stops waiting without it takes its waiting mark back, when no other
+// call of its owner waits (waitOnChannel), so that the readers it held
+// back need not wait for the mark's lease.
 func (rw *RWMutex) lock(ctx context.Context, wait, lease time.Duration) (context.Context, bool, error) {
 	w := rw.writeLock()
 	if err := w.check(ctx); err != nil {
@@ -210,9 +209,6 @@ func (rw *RWMutex) lock(ctx context.Context, wait, lease time.Duration) (context
 	}
 	lctx, ok, err := w.acquire(octx, wait, lease)
 	if !ok {
-		if wait != 0 {
-			w.withdraw(octx, o, true)
-		}
 		return ctx, false, err
 	}
 	return lctx, true, nil

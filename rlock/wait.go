@@ -20,15 +20,23 @@ import (
 // waiter's frames keep no copies of it, so its stack stays under the size
 // where Go gives it 8 KB rather than 4.
 func (l *lock) waitOnChannel(a *acquisition, wait, lease time.Duration) {
-	w, deadline, err := l.subscribe(a.octx, wait, "")
+	tag := ""
+	if l.kind.marked {
+		tag = l.holdID(a.o).field
+	}
+	w, deadline, err := l.subscribe(a.octx, wait, tag)
 	if w == nil {
 		a.g, a.err = grant{}, err
 		return
 	}
 	l.retry(a, w, deadline, lease)
 	// A wake-up this waiter was handed but did not turn into the lock goes
-	// on to the next waiter.
-	w.Done(a.g.acquired)
+	// on to the next waiter. The marks of a marked kind's waiter are its
+	// owner's: only the owner's last waiting call takes them back; after
+	// Close, each (Close dismissed them all).
+	if last := w.Done(a.g.acquired); tag != "" && !a.g.acquired && (last || errors.Is(l.check(a.octx), ErrClosed)) {
+		l.withdraw(a.octx, a.o, true)
+	}
 }
 
 // retry is waitOnChannel's loop: attempt, then sleep until w wakes, the holder's
