@@ -270,8 +270,10 @@
 //
 // CountDownLatch (latch_*.lua), on the base P{N'}:latch:
 //
-//	P{N'}:latch          hash    count -> the count; C#seq -> the seq of Client C's latest
-//	                             call that counted. At 0 it expires a fence life later.
+//	P{N'}:latch          hash    count -> the count; gen -> the latch_set call that set it;
+//	                             C#seq -> the seq of Client C's latest call that counted;
+//	                             life -> the longest fence life of those Clients. At 0 it
+//	                             expires that life later.
 //	P{N'}:latch:unlock   channel 'all' when the count reaches 0
 //	P{N'}:latch:fence    hash    C -> the highest seq of C whose reply was lost
 //	P{N'}:latch:fence:C!<seq>  string  the answer of a call of latch_set (once.lua)

@@ -4,11 +4,11 @@
 -- latch_countdown: count a count-down latch down by one, exactly once per
 -- request; at 0 every waiter is told.
 --
--- KEYS[1] latch hash        P{N}:latch: 'count'; 'opened', how many times
---                           the count reached 0 (an Await that finds it
---                           changed returns, though the latch was set
---                           again meanwhile); and C#seq -> the seq of
---                           Client C's latest call that counted
+-- KEYS[1] latch hash        P{N}:latch: 'count'; 'gen', which names the
+--                           setting of the count (latch_set.lua); C#seq ->
+--                           the seq of Client C's latest call that
+--                           counted; 'life', the longest fence life of the
+--                           Clients that counted
 -- KEYS[2] channel           P{N}:latch:unlock
 -- KEYS[3] fences            P{N}:latch:fence
 -- ARGV[1] Client id C
@@ -33,10 +33,13 @@
 --                             or (to settle) no call of the request counted
 --        {STALE, 0}            a superseded copy; nothing was done
 --
--- At 0 the hash keeps count 0 for a fence life, so that a request whose
--- reply was lost can still be told, then expires: a latch at 0 and an unset
--- latch are the same to every other script. allow-oom: a CountDown only
--- lowers a count, and at maxmemory the Awaits still wake.
+-- At 0 the hash keeps count 0, and the Clients' C#seq, for the longest
+-- fence life of the Clients that counted ('life'), so that a request whose
+-- reply was lost can still be told and never counts again, even one of a
+-- Client whose fence life is longer than that of the Client that counted
+-- last; then it expires: a latch at 0 and an unset latch are the same to
+-- every other script. allow-oom: a CountDown only lowers a count, and at
+-- maxmemory the Awaits still wake.
 local hash, fences, client = KEYS[1], KEYS[3], ARGV[1]
 local seq, first, superseded = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[5])
 local seqField = client .. '#seq'
@@ -45,8 +48,9 @@ local _, wrong = hashTypes('latch', hash, fences)
 if wrong then
     return wrong
 end
-local state = redis.call('hmget', hash, 'count', seqField)
+local state = redis.call('hmget', hash, 'count', seqField, 'life')
 local count, last = tonumber(state[1] or '0'), tonumber(state[2] or '0')
+local life = math.max(tonumber(state[3] or '0'), tonumber(ARGV[6]))
 if staleCall(fences, client, last, seq) then
     return {STALE, 0}
 end
@@ -58,10 +62,9 @@ if ARGV[4] ~= '1' or count <= 0 then
     return {NOT_COUNTED, count}
 end
 count = count - 1
-redis.call('hset', hash, 'count', count, seqField, seq)
+redis.call('hset', hash, 'count', count, seqField, seq, 'life', life)
 if count == 0 then
-    redis.call('hincrby', hash, 'opened', 1)
-    redis.call('pexpire', hash, ARGV[6])
+    redis.call('pexpire', hash, life)
     redis.call(ARGV[7], KEYS[2], 'all')
 end
 return {COUNTED, count}

@@ -10,8 +10,11 @@
 -- was counting already; false for a call voided before it came
 -- (once.lua).
 -- The hash is made persistent again: a latch at 0 expires, a counting one
--- does not. The Clients' C#seq fields stay: sequence numbers only grow;
--- so does 'opened', which an Await compares.
+-- does not. The Clients' C#seq fields stay: sequence numbers only grow.
+-- 'gen' names this setting of the count, after the call (the last part of
+-- its answer key, C!<seq>, which no other call has): an Await that finds
+-- it changed since its first read returns, as the latch reached 0 in
+-- between, even when it expired at 0 before it was set again.
 local hash, answer = KEYS[1], KEYS[2]
 if voided(answer) then
     return false
@@ -23,6 +26,6 @@ end
 if tonumber(redis.call('hget', hash, 'count') or '0') > 0 then
     return answered(answer, ARGV[2], 0)
 end
-redis.call('hset', hash, 'count', ARGV[1])
+redis.call('hset', hash, 'count', ARGV[1], 'gen', string.match(answer, '[^:]*$'))
 redis.call('persist', hash)
 return answered(answer, ARGV[2], 1)

@@ -75,14 +75,14 @@ func (d *CountDownLatch) Count(ctx context.Context) (int, error) {
 	return n, err
 }
 
-// state reads the count and how many times the latch opened (its count
-// reached 0: "" for never, or since the latch at 0 expired).
+// state reads the count and the name of its setting (lua/latch_set.lua's
+// 'gen': "" for an unset latch).
 func (d *CountDownLatch) state(ctx context.Context) (int, string, error) {
 	l := d.latch()
 	if err := l.check(ctx); err != nil {
 		return 0, "", l.wrap(err)
 	}
-	fields, err := l.c.rc.Do(ctx, l.c.rc.B().Hmget().Key(l.keys.Hash()).Field("count", "opened").Build()).ToArray()
+	fields, err := l.c.rc.Do(ctx, l.c.rc.B().Hmget().Key(l.keys.Hash()).Field("count", "gen").Build()).ToArray()
 	if err != nil {
 		return 0, "", l.wrap(fmt.Errorf("rlock: latch count: %w", err))
 	}
@@ -90,8 +90,8 @@ func (d *CountDownLatch) state(ctx context.Context) (int, string, error) {
 	if err != nil && !rueidis.IsRedisNil(err) {
 		return 0, "", l.wrap(fmt.Errorf("rlock: latch count: %w", err))
 	}
-	opened, _ := fields[1].ToString()
-	return int(n), opened, nil
+	gen, _ := fields[1].ToString()
+	return int(n), gen, nil
 }
 
 // CountDown counts the latch down by one; the count reaching 0 wakes every
@@ -176,9 +176,9 @@ func (l *resource) countDown(ctx context.Context, t *turn, first string, down bo
 // CountDown between the two cannot be missed, and then sleeps until a
 // message (or a subscription made again after a lost connection, which
 // may have lost one) makes it read the count again: it never polls. It
-// returns when the count is 0, or when the latch opened since the first
-// read (lua/latch_countdown.lua's 'opened'), which a reset right after
-// the CountDown leaves behind.
+// returns when the count is 0, or when the latch was set again since the
+// first read found it counting (lua/latch_set.lua's 'gen'): it reached 0 in
+// between, even when it expired at 0 before it was set again.
 func (d *CountDownLatch) Await(ctx context.Context) error {
 	l := d.latch()
 	if err := l.check(ctx); err != nil {
@@ -192,17 +192,17 @@ func (d *CountDownLatch) Await(ctx context.Context) error {
 		return l.wrap(err)
 	}
 	defer w.Done(true)
-	var began string // 'opened' at the first read
+	var began string // 'gen' at the first read
 	for first := true; ; first = false {
-		n, opened, err := d.state(ctx)
+		n, gen, err := d.state(ctx)
 		switch {
 		case err != nil:
 			return err
 		case n <= 0:
 			return nil
 		case first:
-			began = opened
-		case opened != began:
+			began = gen
+		case gen != began:
 			return nil
 		}
 		select {
