@@ -6,11 +6,14 @@
 -- KEYS[1] holders hash      P{N}:semaphore (see holders.lua)
 -- KEYS[2] permits           P{N}:semaphore:permits
 --
--- Reply (a number, not a code): the permits minus those that live holders hold; below 0 when
--- permits were taken away (AddPermits with n < 0) while held. Holders
--- whose lease passed count as gone. Read-only.
+-- Reply (not a code): {permits, held}, the permits as stored (a string)
+-- and those that live holders hold; the free permits are the difference,
+-- below 0 when permits were taken away (AddPermits with n < 0) while held.
+-- The caller subtracts: permits go down to -2^53, below which Lua's
+-- numbers are not exact. Holders whose lease passed count as gone.
+-- Read-only.
 local live = 0
 if redis.call('exists', KEYS[1]) == 1 then
     live = holders(KEYS[1], nowMs(), false)
 end
-return tonumber(redis.call('get', KEYS[2]) or '0') - live
+return {redis.call('get', KEYS[2]) or '0', live}

@@ -43,9 +43,10 @@ func (c semCall) release(t *testing.T, rc rueidis.Client, k keys.Keys) []int64 {
 
 func semAvailable(t *testing.T, rc rueidis.Client, k keys.Keys) int64 {
 	t.Helper()
-	n, err := lua.SemaphoreAvailable.Exec(t.Context(), rc, []string{k.Hash, k.Token}, nil).AsInt64()
+	n, err := lua.SemaphoreAvailable.Exec(t.Context(), rc, []string{k.Hash, k.Token}, nil).AsIntSlice()
 	require.NoError(t, err)
-	return n
+	require.Len(t, n, 2, "permits and held")
+	return n[0] - n[1]
 }
 
 // TestSemaphoreScripts: permits are counted over holders, a refusal

@@ -65,7 +65,18 @@ func TestCountsStayWithinMaxCount(t *testing.T) {
 		assert.Equal(t, 1, available())
 		permit, err := s.Acquire(ctx)
 		require.NoError(t, err, "the one permit left")
+
+		// Held while the permits go down to -MaxCount: one fewer free,
+		// exactly, as Inspect counts. (Available subtracted in Lua, whose
+		// -2^53-1 is -2^53.)
+		require.NoError(t, s.AddPermits(ctx, -1))
+		require.NoError(t, s.AddPermits(ctx, -most))
+		st, err := s.Inspect(ctx)
+		require.NoError(t, err)
+		require.Equal(t, -most-1, st.Available, "Inspect")
+		assert.Equal(t, -most-1, available(), "Available agrees with Inspect")
 		require.NoError(t, s.Release(permit))
+		assert.Equal(t, -most, available())
 	})
 
 	t.Run("CountDownLatch", func(t *testing.T) {

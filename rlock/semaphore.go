@@ -172,11 +172,14 @@ func (s *Semaphore) Available(ctx context.Context) (int, error) {
 		return 0, l.wrap(err)
 	}
 	k := l.keys.Value()
-	n, err := lua.SemaphoreAvailable.Exec(ctx, l.c.rc, []string{k.Hash, k.Token}, nil).AsInt64()
-	if err != nil {
+	n, err := lua.SemaphoreAvailable.Exec(ctx, l.c.rc, []string{k.Hash, k.Token}, nil).AsIntSlice()
+	switch {
+	case err != nil:
 		return 0, l.wrap(fmt.Errorf("rlock: semaphore available: %w", err))
+	case len(n) != 2:
+		return 0, l.wrap(fmt.Errorf("rlock: unexpected semaphore available reply %v", n))
 	}
-	return int(n), nil
+	return int(n[0] - n[1]), nil // permits less held, in Go: Lua's numbers are not exact below -2^53
 }
 
 // Inspect reads the semaphore's state in Redis: its permits, those free,
