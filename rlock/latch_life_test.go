@@ -13,11 +13,34 @@ import (
 	"github.com/rlock/rlock/rlock"
 )
 
-// shortLived returns an rlock Client on the shared Redis whose fence life
-// is 150 ms (lease 50 ms, retry timeout 50 ms): a latch it counts to 0
-// expires that soon, unless a Client with a longer fence life counted it.
-func shortLived(t *testing.T) *rlock.Client {
-	return sharedClient(t, rlock.WithLeaseTime(50*time.Millisecond), rlock.WithRetryTimeout(50*time.Millisecond))
+// latchLinks is a latch on a node, set by a Client whose fence life is
+// 150 ms (lease 50 ms, retry timeout 50 ms: a latch it alone counts to 0
+// expires that soon), and a Client with the default fence life (slow),
+// whose link to the node goes through p.
+type latchLinks struct {
+	p     *redistest.Proxy
+	slow  *rlock.Client
+	latch *rlock.CountDownLatch // the short-lived Client's
+	name  string
+}
+
+// newLatchLinks sets a latch on node to n, and returns it with the links,
+// up.
+func newLatchLinks(t *testing.T, node *redistest.Node, n int) latchLinks {
+	t.Helper()
+	p := node.Proxy(t)
+	rc, err := rueidis.NewClient(redistest.ClientOption(p.Addr()))
+	require.NoError(t, err)
+	l := latchLinks{p: p, slow: newRlock(t, rc), name: redistest.LockName(t)}
+	t.Cleanup(rc.Close)
+	fast := newRlock(t, node.Client(t), rlock.WithLeaseTime(50*time.Millisecond), rlock.WithRetryTimeout(50*time.Millisecond))
+	l.latch = fast.CountDownLatch(l.name)
+	set, err := l.latch.TrySetCount(t.Context(), n)
+	require.NoError(t, err)
+	require.True(t, set)
+	_, err = l.slow.CountDownLatch(l.name).Count(t.Context()) // the link is up
+	require.NoError(t, err)
+	return l
 }
 
 // TestLatchCountDownCountsOnceAcrossFenceLives: a CountDown of a Client
@@ -29,42 +52,29 @@ func shortLived(t *testing.T) *rlock.Client {
 // expired after the fence life of the Client that counted last, and the
 // record of the first call with it: the resend counted the new latch too.)
 func TestLatchCountDownCountsOnceAcrossFenceLives(t *testing.T) {
-	p := redistest.Shared(t).Proxy(t)
-	rc, err := rueidis.NewClient(redistest.ClientOption(p.Addr()))
-	require.NoError(t, err)
-	slow := newRlock(t, rc)
-	t.Cleanup(rc.Close)
-	fast := shortLived(t)
-	name := redistest.LockName(t)
-	latch := fast.CountDownLatch(name)
-	set, err := latch.TrySetCount(t.Context(), 2)
-	require.NoError(t, err)
-	require.True(t, set)
-	_, err = slow.CountDownLatch(name).Count(t.Context()) // the link is up
-	require.NoError(t, err)
-
-	p.Delay(300 * time.Millisecond)
+	l := newLatchLinks(t, redistest.Shared(t), 2)
+	l.p.Delay(300 * time.Millisecond)
 	counted := make(chan error, 1)
-	go func() { counted <- slow.CountDownLatch(name).CountDown(t.Context()) }()
+	go func() { counted <- l.slow.CountDownLatch(l.name).CountDown(t.Context()) }()
 	redistest.Eventually(t, "the slow Client's first call counted", func(ctx context.Context) error {
-		n, err := latch.Count(ctx)
+		n, err := l.latch.Count(ctx)
 		if err != nil {
 			return err
 		}
 		return redistest.Exactly("count", n, 1)
 	})
-	p.Cut() // the reply is lost, and the resend held
-	p.Reset()
-	p.Delay(0)
+	l.p.Cut() // the reply is lost, and the resend held
+	l.p.Reset()
+	l.p.Delay(0)
 
-	require.NoError(t, latch.CountDown(t.Context()), "1 -> 0")
+	require.NoError(t, l.latch.CountDown(t.Context()), "1 -> 0")
 	time.Sleep(500 * time.Millisecond) // beyond the fast Client's fence life
-	set, err = latch.TrySetCount(t.Context(), 2)
+	set, err := l.latch.TrySetCount(t.Context(), 2)
 	require.NoError(t, err)
 	require.True(t, set, "set again")
-	p.Heal()
+	l.p.Heal()
 	require.NoError(t, receive(t, counted, "the slow CountDown"), "its first call counted")
-	n, err := latch.Count(t.Context())
+	n, err := l.latch.Count(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, 2, n, "the latch set again is not counted by the first one's request")
 }
@@ -77,33 +87,20 @@ func TestLatchCountDownCountsOnceAcrossFenceLives(t *testing.T) {
 // count kept in the latch, which expired with it.)
 func TestLatchAwaitSeesAnOpeningThatExpired(t *testing.T) {
 	node := redistest.New(t, redistest.Config{}) // its own: the test counts its HMGETs
-	p := node.Proxy(t)
-	rc, err := rueidis.NewClient(redistest.ClientOption(p.Addr()))
-	require.NoError(t, err)
-	slow := newRlock(t, rc)
-	t.Cleanup(rc.Close)
+	l := newLatchLinks(t, node, 1)
 	raw := node.Client(t)
-	fast := newRlock(t, node.Client(t), rlock.WithLeaseTime(50*time.Millisecond), rlock.WithRetryTimeout(50*time.Millisecond))
-	name := redistest.LockName(t)
-	latch := fast.CountDownLatch(name)
-	set, err := latch.TrySetCount(t.Context(), 1)
-	require.NoError(t, err)
-	require.True(t, set)
-	_, err = slow.CountDownLatch(name).Count(t.Context()) // the link is up
-	require.NoError(t, err)
-
-	p.Delay(200 * time.Millisecond)
+	l.p.Delay(200 * time.Millisecond)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	reads := redistest.ReadStats(t, raw).Calls["hmget"]
 	awaited := make(chan error, 1)
-	go func() { awaited <- slow.CountDownLatch(name).Await(ctx) }()
+	go func() { awaited <- l.slow.CountDownLatch(l.name).Await(ctx) }()
 	redistest.Eventually(t, "the Await's first read ran", func(context.Context) error {
 		return redistest.Exactly("HMGETs", redistest.ReadStats(t, raw).Calls["hmget"], reads+1)
 	})
-	require.NoError(t, latch.CountDown(t.Context()), "the latch opens")
+	require.NoError(t, l.latch.CountDown(t.Context()), "the latch opens")
 	time.Sleep(250 * time.Millisecond) // beyond the fast Client's fence life: the latch at 0 expired
-	set, err = latch.TrySetCount(t.Context(), 1)
+	set, err := l.latch.TrySetCount(t.Context(), 1)
 	require.NoError(t, err)
 	require.True(t, set, "set again, before the Await's next read arrives")
 	require.NoError(t, receive(t, awaited, "the Await"), "the latch opened after the Await began")
