@@ -94,12 +94,13 @@ func (l *lock) contended() bool {
 }
 
 // end reports the acquire to the hooks and returns what the caller gets.
-// An acquire whose wait ran out before it could subscribe (a wait shorter
-// than the subscription takes, or a subscription being made again) after
-// begin skipped its attempt has made none: it makes one now, so that no
-// wait tries less than a wait of 0. lease is the acquire's.
+// An acquire whose wait ran out before it asked (begin skipped its
+// attempt, and the wait ran out in the subscribe, or parked behind a hold
+// of its own Client) makes one attempt now, so that no wait tries less
+// than a wait of 0; one that was handed the lock meanwhile has it. lease
+// is the acquire's.
 func (l *lock) end(a *acquisition, lease time.Duration) (context.Context, bool, error) {
-	if a.err == nil && a.trace.attempts == 0 {
+	if a.err == nil && !a.g.acquired && a.trace.attempts == 0 {
 		l.firstAttempt(a, lease, false)
 	}
 	a.trace.end(a.ctx, l, a.g, a.err)

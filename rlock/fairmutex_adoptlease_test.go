@@ -48,13 +48,13 @@ func TestFairSharedOwnerAdoptsOtherCallsLease(t *testing.T) {
 		fm := c.FairMutex(name)
 		octx, cancel := context.WithCancel(owner)
 		got2 := lockWith(fm, octx)
-		waitFairParked(t, fm, 1)
+		waitParked(t, fm, 1)
 		got1 := make(chan lockResult2, 1)
 		go func() {
 			lctx, err := fm.LockFor(octx, short)
 			got1 <- lockResult2{lctx, err}
 		}()
-		waitFairParked(t, fm, 2)
+		waitParked(t, fm, 2)
 		waitQueued(t, admin, name, 1)
 		x := xc.FairMutex(name)
 		xctx, xcancel := context.WithCancel(t.Context())

@@ -59,7 +59,7 @@ func TestFairFixedLeaseExpiryWakesNext(t *testing.T) {
 			defer cancelX()
 			gotX := lockWith(fm, ctxX)
 			waitQueued(t, admin, lock, 2)
-			waitFairParked(t, fm, 2)
+			waitParked(t, fm, 2)
 
 			require.NoError(t, holder.Unlock(held))
 			w := receive(t, gotW, "W's LockFor")

@@ -41,7 +41,7 @@ func TestFairWaiterEntryLapsedThenFreed(t *testing.T) {
 	defer cancel()
 	got := lockWith(fm, ctx)
 	waitQueued(t, admin, name, 1)
-	waitFairParked(t, fm, 1)
+	waitParked(t, fm, 1)
 
 	require.NoError(t, node.Pause(t.Context()))
 	time.Sleep(lease + 600*time.Millisecond) // the waiter's entry lapses

@@ -51,7 +51,7 @@ func TestFairSharedOwnerGiveUpKeepsNote(t *testing.T) {
 	defer cancelX()
 	gotX := lockWith(fm, ctxX)
 	waitQueued(t, admin, name, 2)
-	waitFairParked(t, fm, 1)
+	waitParked(t, fm, 1)
 
 	// Y asks while W's own lease has 1 s left, then gives up.
 	wExp, err := admin.Do(t.Context(), admin.B().Hget().Key(k.Queue).Field(wField+"#exp").Build()).ToString()
@@ -63,7 +63,7 @@ func TestFairSharedOwnerGiveUpKeepsNote(t *testing.T) {
 	ctxY, cancelY := context.WithCancel(owner)
 	defer cancelY()
 	gotY := lockWith(fm, ctxY)
-	waitFairParked(t, fm, 2)
+	waitParked(t, fm, 2)
 	setExp(wExp)
 	cancelY()
 	require.ErrorIs(t, receive(t, gotY, "Y, which gave up").err, context.Canceled)

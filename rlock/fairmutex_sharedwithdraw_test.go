@@ -30,11 +30,11 @@ func lockWith(fm *rlock.FairMutex, ctx context.Context) <-chan lockResult2 {
 	return got
 }
 
-// waitFairParked waits until n waiters of fm's Client are parked on it.
-func waitFairParked(t *testing.T, fm *rlock.FairMutex, n int) {
+// waitParked waits until n waiters of m's Client are parked on m.
+func waitParked[M *rlock.Mutex | *rlock.FairMutex](t *testing.T, m M, n int) {
 	t.Helper()
 	redistest.Eventually(t, fmt.Sprintf("%d waiters parked", n), func(context.Context) error {
-		return redistest.Exactly("parked", rlock.Parked(fm), n)
+		return redistest.Exactly("parked", rlock.Parked(m), n)
 	})
 }
 
@@ -70,7 +70,7 @@ func TestFairSharedOwnerOneGoroutineGivesUp(t *testing.T) {
 			defer cancel2()
 			got1 := lockWith(fm, ctx1)
 			got2 := lockWith(fm, ctx2)
-			waitFairParked(t, fm, 2)      // both asked, both parked
+			waitParked(t, fm, 2)      // both asked, both parked
 			waitQueued(t, admin, name, 1) // one owner, one place
 
 			var gotX <-chan lockResult2

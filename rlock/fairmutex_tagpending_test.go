@@ -52,7 +52,7 @@ func TestFairSharedOwnerSubscribePendingWithdraws(t *testing.T) {
 	actx, cancelA := context.WithCancel(owner)
 	defer cancelA()
 	aDone := lockWith(fm, actx)
-	waitFairParked(t, fm, 1) // A is queued
+	waitParked(t, fm, 1) // A is queued
 
 	other := newRlock(t, s.Client(t)).FairMutex(name)
 	cGot := make(chan time.Time, 1)
@@ -65,7 +65,7 @@ func TestFairSharedOwnerSubscribePendingWithdraws(t *testing.T) {
 		}
 		close(cGot)
 	}()
-	waitFairParked(t, other, 1) // C is queued behind A's entry
+	waitParked(t, other, 1) // C is queued behind A's entry
 
 	// The owner's subscription is lost, and cannot be made again for now.
 	acl("resetchannels")

@@ -66,3 +66,38 @@ func TestTryWaitOnFreeContendedLockTakesIt(t *testing.T) {
 		}
 	}
 }
+
+// TestHandedWithoutAskingHoldsOneLevel: a new owner's Lock on a Mutex its
+// Client knows is contended skips its first attempt, and, arriving behind
+// a hold of its own Client, parks without asking; that hold's release hands
+// it the lock. It holds one level, and its one Unlock frees the lock.
+// (The acquire, which had made no attempt, made one on its way out: a
+// re-entry, two levels, and the watchdog renewed the second for good.)
+func TestHandedWithoutAskingHoldsOneLevel(t *testing.T) {
+	c := sharedClient(t)
+	m := c.Mutex(redistest.LockName(t))
+	lock := func() <-chan context.Context {
+		got := make(chan context.Context, 1)
+		go func() {
+			lctx, err := m.Lock(t.Context())
+			assert.NoError(t, err)
+			got <- lctx
+		}()
+		return got
+	}
+	held, err := m.Lock(t.Context())
+	require.NoError(t, err)
+	for range 3 { // each waiter arrives once the Client knows the lock contended
+		next := lock()
+		waitParked(t, m, 1)
+		require.NoError(t, m.Unlock(held), "hands the lock to the parked waiter")
+		held = receive(t, next, "the waiter")
+		n, err := m.HoldCount(held)
+		require.NoError(t, err)
+		require.Equal(t, 1, n, "a Lock handed the lock holds one level")
+	}
+	require.NoError(t, m.Unlock(held))
+	locked, err := m.IsLocked(t.Context())
+	require.NoError(t, err)
+	assert.False(t, locked, "each Lock's one Unlock left the lock free")
+}
