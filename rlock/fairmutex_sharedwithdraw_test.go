@@ -70,7 +70,7 @@ func TestFairSharedOwnerOneGoroutineGivesUp(t *testing.T) {
 			defer cancel2()
 			got1 := lockWith(fm, ctx1)
 			got2 := lockWith(fm, ctx2)
-			waitParked(t, fm, 2)      // both asked, both parked
+			waitParked(t, fm, 2)          // both asked, both parked
 			waitQueued(t, admin, name, 1) // one owner, one place
 
 			var gotX <-chan lockResult2
