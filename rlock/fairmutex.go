@@ -48,6 +48,7 @@ var fairKind = &kind{
 	name:    "fairmutex",
 	acquire: lua.FairAcquire,
 	release: lua.FairRelease,
+	marked:  true,
 }
 
 // engine returns f's lock engine, nilLock for a nil handle (see Mutex.engine).

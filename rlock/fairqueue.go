@@ -49,9 +49,7 @@ func (l *lock) enter(a *acquisition, wait, lease time.Duration) *place {
 	if w == nil {
 		// Another call of the owner that queued it may have left its
 		// entry to this one, which was still in Subscribe then.
-		if !l.c.subs.Tagged(l.keys.Value().Channel, id.field) {
-			l.withdraw(a.octx, a.o, true)
-		}
+		l.withdraw(a.octx, a.o, true)
 		a.g, a.err = grant{}, err
 		return nil
 	}

@@ -26,9 +26,10 @@ type kind struct {
 	// re-entry of a hold Redis has, so a refused one tells that the hold
 	// was lost (lock.ask).
 	rationed bool
-	// marked says that a waiter's refusal marks its owner as waiting
-	// (an RWMutex's readers and writers): the owner's calls share the
-	// mark, so each waits named by the owner's field, and the last of them
-	// to stop waiting without the hold takes the mark back.
+	// marked says that a waiter's refusal marks its owner as waiting (an
+	// RWMutex's readers and writers; a FairMutex's place in the queue):
+	// the owner's calls share the mark, so each waits named by the
+	// owner's field, and the last of them to stop waiting without the hold
+	// takes the mark back (withdraw).
 	marked bool
 }

@@ -238,8 +238,10 @@ func (l *lock) settle(ctx context.Context, t *turn, err error) error {
 // owner holds the lock meanwhile, a release to the count it holds leaves
 // its levels as they are and takes the Client's place (release.lua).
 //
-// The owner's calls share its mark, and only the last of them to stop
-// waiting withdraws (waitOnChannel, waitInQueue).
+// A marked kind's owner's calls share its mark: a call that found itself
+// the last to stop waiting withdraws it, unless another call of the owner
+// waits by the time it has the owner's turn (its ask, before or after
+// that turn, made the mark its own).
 // last is false for a Mutex waiter that was not its Client's last ready
 // waiter (waitParked): its Client still waits, and only a hand-over to it
 // whose reply never came (its turn's unsettled seq) is taken back, which
@@ -258,6 +260,9 @@ func (l *lock) withdraw(ctx context.Context, o *owner, last bool) {
 		return
 	default:
 		defer l.c.give(t)
+		if last && l.kind.marked && l.c.subs.Tagged(l.keys.Value().Channel, id.field) {
+			return
+		}
 	}
 	switch {
 	case t.count == 0 && (last || t.unsettled != 0):
