@@ -87,6 +87,15 @@ func (ml *MultiLock) bindParts(ctx context.Context, o *owner, lease time.Duratio
 		}
 	}
 	mh.mu.Unlock()
+	// A part may have ended since its node granted it (its Client closed,
+	// say), before its watcher could tell: the hold ends now if that left
+	// it short of the quorum, rather than just after Lock returned.
+	for _, h := range parts {
+		if h != nil && !h.active() {
+			mh.checkQuorum(h.life.Cause())
+			break
+		}
+	}
 	lctx := mh.life.bind(context.WithValue(ctx, key, mh), nil)
 	if lctx.Err() != nil {
 		// ctx ended meanwhile (a final Unlock of the hold it carried came
@@ -112,6 +121,24 @@ func (ml *MultiLock) giveBack(o *owner, parts []*hold) {
 		}
 	}
 	wg.Wait()
+}
+
+// partless reports, for each of n nodes, whether mh has no part there: a
+// try for mh takes a new part there. Every node for no hold (nil).
+func (mh *multiHold) partless(n int) []bool {
+	fresh := make([]bool, n)
+	if mh == nil {
+		for i := range fresh {
+			fresh[i] = true
+		}
+		return fresh
+	}
+	mh.mu.Lock()
+	defer mh.mu.Unlock()
+	for i, h := range mh.parts {
+		fresh[i] = h == nil
+	}
+	return fresh
 }
 
 // nested returns the hold of ml, found under its key, that ctx carries, if
@@ -229,10 +256,18 @@ func (mh *multiHold) retakeOnce(i int) bool {
 			}
 			break // a part shallower than the hold is still a part
 		}
-		lctx = next
 		mh.mu.Lock()
+		adopted := lctx == nil && g.count > 1 && mh.parts[i] == nil
 		deep := g.count >= mh.depth
 		mh.mu.Unlock()
+		if adopted {
+			// The owner holds the node by other means (its own lock
+			// there), which is not the hold's to take: the level goes
+			// back, and the part is taken once that lock is let go.
+			_ = m.Unlock(next)
+			return false
+		}
+		lctx = next
 		if deep {
 			break
 		}

@@ -121,7 +121,7 @@ func (ml *MultiLock) acquire(ctx context.Context, wait, lease time.Duration) (co
 	defer timer.Stop()
 	for {
 		outer := nested(octx, key)
-		holds, err := ml.tryQuorum(octx, o, lease, outer == nil)
+		holds, err := ml.tryQuorum(octx, o, lease, outer.partless(len(ml.mutexes)))
 		if err != nil {
 			return ctx, false, err
 		}
@@ -150,12 +150,13 @@ func (ml *MultiLock) acquire(ctx context.Context, wait, lease time.Duration) (co
 // within the lease; nil otherwise, after giving back every part taken and
 // settling every request whose reply never came.
 //
-// A fresh hold (no re-entry) whose owner held a node already (its own lock
-// on the node, or another hold of a MultiLock over it) fails with
-// errSharedPart, having given back what it took: a part is the owner's
-// hold on its node, which a MultiLock's Unlock and loss end, and it would
-// end the other's too.
-func (ml *MultiLock) tryQuorum(ctx context.Context, o *owner, lease time.Duration, fresh bool) ([]*hold, error) {
+// A try whose owner held a node already where the hold has no part
+// (fresh, by node: every node for a new hold), by its own lock on the
+// node or another hold of a MultiLock over it, fails with errSharedPart,
+// having given back what it took: a part is the owner's hold on its node,
+// which a MultiLock's Unlock and loss end, and it would end the other's
+// too.
+func (ml *MultiLock) tryQuorum(ctx context.Context, o *owner, lease time.Duration, fresh []bool) ([]*hold, error) {
 	start := time.Now()
 	turns := make([]*turn, len(ml.mutexes))
 	granted := make([]bool, len(ml.mutexes))
@@ -172,7 +173,7 @@ func (ml *MultiLock) tryQuorum(ctx context.Context, o *owner, lease time.Duratio
 		if err == nil && g.acquired {
 			granted[i] = true
 			taken++
-			shared = shared || fresh && g.count > 1
+			shared = shared || fresh[i] && g.count > 1
 		} else {
 			failed++
 		}
@@ -232,10 +233,11 @@ func endTurn(m *Mutex, ctx context.Context, t *turn, undo bool, wg *sync.WaitGro
 	m.settle(ctx, t, nil)
 }
 
-// Unlock leaves one level on every node, all of them even when some fail,
-// and reports, joined, the failures on nodes that held a part (a node that
-// held none is only logged). It returns ErrNotHeld when the owner held no
-// part of the lock, and when its hold had ended (fewer nodes than the
+// Unlock leaves one level on every node where the hold has a part, all of
+// them even when some fail, and reports the failures, joined; a level the
+// owner has on another node is another hold's (a lock of its own there),
+// which it leaves as Lock does. It returns ErrNotHeld when the owner held
+// no part of the lock, and when its hold had ended (fewer nodes than the
 // quorum held it, as its context said, or as the nodes said when asked to
 // release it): the parts left are released all the same. A ctx that
 // carries no hold of ml (one a Lock of ml, or of another handle on the
@@ -260,29 +262,24 @@ func (ml *MultiLock) Unlock(ctx context.Context) error {
 	errs := make([]error, len(ml.mutexes))
 	var wg sync.WaitGroup
 	for i, m := range ml.mutexes {
-		if ended && !held[i] {
-			// The hold ended with no part here: a level of the owner's
-			// there is a later hold's, not this Unlock's to leave.
-			errs[i] = ErrNotHeld
-			continue
-		}
 		wg.Add(1)
-		go unlockPart(m, octx, &errs[i], &wg)
+		if held[i] {
+			go unlockPart(m, octx, &errs[i], &wg)
+		} else {
+			go passPart(m, octx, mh.o, &errs[i], &wg)
+		}
 	}
 	wg.Wait()
 	notHeld, released := 0, 0
 	var failures []error
-	for i, err := range errs {
+	for _, err := range errs {
 		switch {
 		case errors.Is(err, ErrNotHeld):
 			notHeld++
 		case err == nil:
 			released++
-		case held[i]:
-			failures = append(failures, err)
 		default:
-			m := ml.mutexes[i]
-			m.c.cfg.logger.Debug("rlock: multilock could not reach a node that held no part", "key", m.keys.Hash(), "err", err)
+			failures = append(failures, err)
 		}
 	}
 	// Fewer nodes than the quorum released a part or may have (a failure):
@@ -303,6 +300,21 @@ func (ml *MultiLock) Unlock(ctx context.Context) error {
 func unlockPart(m *Mutex, octx context.Context, err *error, wg *sync.WaitGroup) {
 	defer wg.Done()
 	*err = m.Unlock(octx)
+}
+
+// passPart is unlockPart for a node where owner o's hold has no part: a
+// level of o's there is another hold's (its own lock on the node), not
+// this Unlock's to leave. It waits for o's turn on the node, which
+// a settling call of the hold's (tryQuorum's endTurn) has until it took
+// back a level whose reply never came, and sets err to ErrNotHeld.
+func passPart(m *Mutex, ctx context.Context, o *owner, err *error, wg *sync.WaitGroup) {
+	defer wg.Done()
+	*err = ErrNotHeld
+	ctx, cancel := m.c.detached(ctx)
+	defer cancel()
+	if t, terr := m.c.take(ctx, m.holdID(o)); terr == nil {
+		m.c.give(t)
+	}
 }
 
 // nodeTimeout bounds one node's acquire in a try: small against the
