@@ -246,9 +246,9 @@
 // lasts. With the watchdog every part is renewed; a node that lost its part
 // (restarted empty) is asked again, and the context is done, with a cause
 // that matches ErrLockLost, once fewer parts than needed are held. Unlock
-// asks every node, even when some fail, and returns the failures joined;
-// after such a loss it still releases the parts left, and returns
-// ErrNotHeld.
+// asks every node where the hold has a part, even when some fail, and
+// returns the failures joined; after such a loss it still releases the
+// parts left, and returns ErrNotHeld.
 //
 // # Semaphore and CountDownLatch
 //
