@@ -43,8 +43,10 @@
 -- among themselves at most maxPasses times more: the release after that
 -- frees it and wakes that Client. The lock's 'waiters' mark counts them:
 -- it is 1 plus the hand-overs in a row that another Client waited
--- through. (A freed lock goes to whoever asks first, the woken Client or
--- not; a holder that took it so begins a new count.) And G is handed the
+-- through; G's Client, which the first of them took out of the waiting
+-- Clients, is recorded again, behind the Client woken. (A freed lock goes
+-- to whoever asks first, the woken Client or not; a holder that took it
+-- so begins a new count.) And G is handed the
 -- lock only when no later call of G fenced ARGV[9]: G's Client gave the
 -- hand-over up for lost. A call that finds F holds nothing but G holds the
 -- lock under ARGV[9] is a resend of one that handed it over: it answers
@@ -116,14 +118,19 @@ if lowered then
     return lowered
 end
 redis.call('del', hash)
-if heir then
+if heir and not fencedUpTo(fences, heir, tonumber(ARGV[9])) then
     local others, recorded = othersWaiting(KEYS[5], owner)
     local passed = others and tonumber(held[3] or '1') or 0
-    if passed <= maxPasses and not fencedUpTo(fences, heir, tonumber(ARGV[9])) then
+    if passed <= maxPasses then
         local handed = handOver(recorded, passed + 1)
         if handed then
             return handed
         end
+    else
+        -- The passes ran out: G's Client, which the first hand-over took
+        -- out of the record, still waits, and goes back in, behind the
+        -- Client woken now, whose own hand-overs it then bounds.
+        recordWaiting(KEYS[5], heir, 0, ARGV[10])
     end
 end
 if held[3] then

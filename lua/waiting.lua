@@ -17,7 +17,8 @@
 -- as a mark (its score raised by woken): if its waiter loses the freed lock
 -- to an owner passing by, its refusal puts it back where it was, ahead of
 -- the Clients that came after it, rather than last. The key expires a
--- watchdog lease after the holder's lease at the latest refusal.
+-- watchdog lease after the holder's lease at a refusal, the latest such
+-- end.
 
 -- woken is what a woken Client's mark adds to its score: a mark sorts
 -- after every Client still to be woken, and keeps the place C had. 2^52
@@ -28,7 +29,7 @@ local woken = 4503599627370496
 -- place if it is there, or getting back the place it had when a release
 -- woke it (its mark) and it lost the lock to another owner; for a hold
 -- that has pttl ms left (-1: none), and lengthens the record's life to
--- that plus lease ms.
+-- that plus lease ms, if it was shorter.
 local function recordWaiting(record, owner, pttl, lease)
     local c = clientOf(owner)
     local place = redis.pcall('zscore', record, c)
@@ -41,7 +42,10 @@ local function recordWaiting(record, owner, pttl, lease)
     elseif tonumber(place) >= woken then
         redis.call('zadd', record, tonumber(place) - woken, c)
     end
-    redis.call('pexpire', record, math.max(pttl, 0) + tonumber(lease))
+    local life = math.max(pttl, 0) + tonumber(lease)
+    if redis.call('pttl', record) < life then
+        redis.call('pexpire', record, life)
+    end
 end
 
 -- forgetWaiting takes owner's Client out of record, or its mark: for a

@@ -192,6 +192,7 @@ func TestHandOverBoundedWhileOthersWait(t *testing.T) {
 		assertNoMessage(t, rc, k, messages)
 		require.Equal(t, lua.Freed, release(), "round %d: the ninth release while B waits frees the lock", round)
 		assert.Equal(t, "@B", next(t, messages))
+		assert.Equal(t, []string{"A"}, waitingClients(t, rc, k), "round %d: A, whose heir was not handed the lock, waits behind B", round)
 		require.Equal(t, lua.Granted, lua.Code(call{owner: "B:1", seq: 2 + 3*round, count: 1, waiting: true}.acquire(t, rc, k)[0]))
 		require.Equal(t, lua.Refused, lua.Code(call{owner: fmt.Sprintf("A:%d", holder), seq: 1, count: 1, waiting: true}.acquire(t, rc, k)[0]))
 		require.Equal(t, reply(lua.Freed, 0), call{owner: "B:1", seq: 3 + 3*round, count: 0}.release(t, rc, k))

@@ -132,6 +132,53 @@ func TestHandOverYieldsToOtherClient(t *testing.T) {
 	wait()
 }
 
+// TestHandOverYieldsBackToAClientWhoseWaitersPassed: ten waiters of one
+// Client wait behind another Client's hold, and two goroutines of a third
+// Client, refused after them, then take the lock in a loop. Once the hold
+// is let go, the ten pass the lock among themselves and yield it to the
+// third Client after eight hand-overs, which yields it back after as many
+// of its own: each of the ten gets the lock within a few holds, far within
+// the 10 s lease. (The first hand-over took their Client out of the
+// waiting Clients, and nothing put it back: the third Client passed the
+// lock around some 1 600 times while the waiters left slept out their
+// lease.)
+func TestHandOverYieldsBackToAClientWhoseWaitersPassed(t *testing.T) {
+	const lease = 10 * time.Second
+	node := redistest.Shared(t)
+	name := redistest.LockName(t)
+	holder := newRlock(t, node.Client(t), rlock.WithLeaseTime(lease)).Mutex(name)
+	waiters := newRlock(t, node.Client(t), rlock.WithLeaseTime(lease)).Mutex(name)
+	loop := newRlock(t, node.Client(t), rlock.WithLeaseTime(lease)).Mutex(name)
+	held, err := holder.Lock(t.Context())
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	waited := make([]time.Duration, 10)
+	var released atomic.Int64
+	for i := range waited {
+		wg.Go(func() {
+			lctx, err := waiters.Lock(t.Context())
+			if assert.NoError(t, err) {
+				waited[i] = time.Duration(time.Now().UnixNano() - released.Load())
+				time.Sleep(5 * time.Millisecond) // a hold
+				assert.NoError(t, waiters.Unlock(lctx))
+			}
+		})
+	}
+	waitParked(t, waiters, len(waited))
+	stop, cancel := context.WithCancel(t.Context())
+	wait := hotLoop(t, loop, 2, 5*time.Millisecond, stop)
+	waitParked(t, loop, 2)
+	released.Store(time.Now().UnixNano())
+	require.NoError(t, holder.Unlock(held))
+	wg.Wait()
+	cancel()
+	wait()
+	t.Logf("the ten waiters got the lock after %v", waited)
+	for i, d := range waited {
+		assert.Less(t, d, 2*time.Second, "waiter %d", i)
+	}
+}
+
 // TestHandOverSharedOwner: sixteen goroutines of one owner wait on a
 // Mutex or FairMutex that another owner holds, of their Client (whose
 // Unlock hands the lock to one of them) or of another (whose Unlock wakes
