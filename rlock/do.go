@@ -187,9 +187,13 @@ func (l *lock) doneDo(ctx context.Context) error {
 
 // guarded is do's request, in owner o's turn: one call of do.lua, resent
 // within the retry timeout after a lost reply, and settled when the reply
-// is still missing at the end.
+// is still missing at the end. A ctx that carries an earlier hold of the
+// owner than the turn's (one detached from a lock context by
+// context.WithoutCancel, whose hold ended) writes nothing: the turn's hold
+// is a later one, which ctx never carried, as for Unlock (unlockTurn).
 func (l *lock) guarded(ctx context.Context, o *owner, n int, words []string, tr *doTrace) ([]rueidis.RedisMessage, error) {
-	t, err := l.c.take(ctx, l.holdID(o))
+	id, carried := l.boundHold(ctx, o)
+	t, err := l.c.take(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -197,6 +201,10 @@ func (l *lock) guarded(ctx context.Context, o *owner, n int, words []string, tr 
 	h := t.activeHold()
 	switch {
 	case t.count == 0:
+		return nil, ErrNotHeld
+	case carried != nil && carried != t.hold && errors.Is(carried.life.Cause(), ErrLockLost):
+		return nil, carried.life.Cause()
+	case carried != nil && carried != t.hold:
 		return nil, ErrNotHeld
 	case h == nil && t.hold != nil && errors.Is(t.hold.life.Cause(), ErrLockLost):
 		return nil, t.hold.life.Cause()

@@ -178,3 +178,54 @@ func TestHostileDoRedisKilled(t *testing.T) {
 	assert.Empty(t, get(t, rc, key), "no Do wrote to the Redis that lost the lock")
 	assert.ErrorIs(t, context.Cause(ctx), rlock.ErrLockLost)
 }
+
+// TestDoWithADetachedContextOfAnEndedHold: a context detached from a lock
+// context (context.WithoutCancel, as for clean-up that must not be
+// cancelled) outlives its hold, which ends (its Unlock, or a ForceUnlock
+// by another Client that then took the lock and wrote); the owner then
+// locks again. Do with the detached context writes nothing, and fails
+// with ErrNotHeld, or with the loss (ErrLockLost), and Unlock with it
+// with ErrNotHeld: the hold now held is a later one, which the context
+// never carried. (Do ran the commands under that later hold: a stale
+// write after another owner's.)
+func TestDoWithADetachedContextOfAnEndedHold(t *testing.T) {
+	raw := redistest.Shared(t).Client(t)
+	for _, end := range []string{"unlocked", "lost"} {
+		t.Run(end, func(t *testing.T) {
+			c, other := sharedClient(t), sharedClient(t)
+			name := redistest.LockName(t)
+			mu := c.Mutex(name)
+			owner := sharedOwner(t, c, name)
+			first, err := mu.Lock(owner)
+			require.NoError(t, err)
+			detached := context.WithoutCancel(first)
+			want := rlock.ErrNotHeld
+			if end == "unlocked" {
+				require.NoError(t, mu.Unlock(first))
+			} else {
+				want = rlock.ErrLockLost
+				forced, err := other.Mutex(name).ForceUnlock(t.Context())
+				require.NoError(t, err)
+				require.True(t, forced)
+				ol, err := other.Mutex(name).Lock(t.Context())
+				require.NoError(t, err)
+				_, err = other.Mutex(name).Do(ol, raw.B().Set().Key(mu.Key("x")).Value("other").Build())
+				require.NoError(t, err)
+				require.NoError(t, other.Mutex(name).Unlock(ol))
+			}
+			later, err := mu.Lock(owner)
+			require.NoError(t, err)
+			_, err = mu.Do(detached, raw.B().Set().Key(mu.Key("x")).Value("stale").Build())
+			assert.ErrorIs(t, err, want)
+			assert.ErrorIs(t, mu.Unlock(detached), rlock.ErrNotHeld, "Unlock leaves the later hold as it is")
+			x, err := raw.Do(t.Context(), raw.B().Get().Key(mu.Key("x")).Build()).ToString()
+			if end == "unlocked" {
+				assert.True(t, rueidis.IsRedisNil(err), "nothing written: %q %v", x, err)
+			} else {
+				require.NoError(t, err)
+				assert.Equal(t, "other", x, "the other owner's write stands")
+			}
+			require.NoError(t, mu.Unlock(later))
+		})
+	}
+}
