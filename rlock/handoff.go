@@ -88,6 +88,7 @@ func (l *lock) releaseTo(ctx context.Context, t *turn, heir *parked, ht *turn) (
 	buf.args[6], buf.args[7], buf.args[8] = "0", ht.id.field, strconv.FormatUint(heirSeq, 10)
 	buf.args[9], buf.args[10] = l.c.millis(l.c.leaseOr(heir.lease)), flag(heir.lease == 0)
 	call.args = buf.args[:11]
+	t.releasingAll()
 	prior := t.unsettled
 	var into [2]int64
 	reply, _, sent, err := l.c.exchangeInto(into[:0], ctx, t, l.kind.release, call, false)

@@ -27,9 +27,10 @@ type hold struct {
 	// fields below too (one mutex for the hold).
 	life lifetime
 
-	counted  bool // counted in its Client's lot while it lives (park.go)
-	ended    bool
-	watched  bool           // the watchdog renews this hold (entry is added)
+	counted   bool // counted in its Client's lot while it lives (park.go)
+	ended     bool
+	watched   bool // the watchdog renews this hold (entry is added)
+	releasing bool // a release to no level is under way (releasingAll)
 	place    int32          // its place in its Client's deadlines (see Place)
 	deadline time.Duration  // the local deadline (alarm.Now): no other owner can take the lock before it
 	entry    watchdog.Entry // names the hold (see id), and has it renewed once watched
@@ -282,8 +283,16 @@ func (h *hold) Renewed(sent time.Time) {
 	}
 }
 
-// Lost is the watchdog's news that a renewal found the hold gone.
+// Lost is the watchdog's news that a renewal found the hold gone. While a
+// release to no level is under way, that release, which may be what the
+// renewal found, ends the hold with what it finds.
 func (h *hold) Lost(*watchdog.Entry) {
+	h.life.mu.Lock()
+	releasing := h.releasing
+	h.life.mu.Unlock()
+	if releasing {
+		return
+	}
 	h.client().cfg.logger.Warn("rlock: lock lost: renewal found it gone", "key", h.entry.Key)
 	h.finish(ErrLockLost)
 }

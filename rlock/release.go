@@ -116,6 +116,9 @@ func (l *lock) release(ctx context.Context, t *turn, target int, leaving bool) (
 	buf := callBufs.Get().(*callBuf)
 	defer freeCall(buf)
 	call := l.releaseCallIn(buf, t.id.field, target, leaving)
+	if target == 0 {
+		t.releasingAll()
+	}
 	prior := t.unsettled
 	var into [2]int64
 	reply, _, _, err := l.c.exchangeInto(into[:0], ctx, t, l.kind.release, call, false)

@@ -395,6 +395,19 @@ func (t *turn) activeHold() *hold {
 	return nil
 }
 
+// releasingAll marks the active hold of t, if any, as under a release to
+// no level, which the caller, who has the turn, is about to send: whatever
+// the release finds ends the hold (recordRelease, or a failure: unlocked),
+// so a renewal that finds the lock gone meanwhile, freed by the release
+// itself, does not end it as lost (hold.Lost). The caller has t's turn.
+func (t *turn) releasingAll() {
+	if h := t.activeHold(); h != nil {
+		h.life.mu.Lock()
+		h.releasing = true
+		h.life.mu.Unlock()
+	}
+}
+
 // liveLevels returns the levels of id's hold that Redis confirmed, waiting
 // for id's turn; 0 when the hold has ended (turn.live).
 func (c *Client) liveLevels(ctx context.Context, id holdID) (int, error) {
