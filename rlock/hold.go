@@ -29,11 +29,11 @@ type hold struct {
 
 	counted   bool // counted in its Client's lot while it lives (park.go)
 	ended     bool
-	watched   bool // the watchdog renews this hold (entry is added)
-	releasing bool // a release to no level is under way (releasingAll)
-	place    int32          // its place in its Client's deadlines (see Place)
-	deadline time.Duration  // the local deadline (alarm.Now): no other owner can take the lock before it
-	entry    watchdog.Entry // names the hold (see id), and has it renewed once watched
+	watched   bool           // the watchdog renews this hold (entry is added)
+	releasing bool           // a release to no level is under way (releasingAll)
+	place     int32          // its place in its Client's deadlines (see Place)
+	deadline  time.Duration  // the local deadline (alarm.Now): no other owner can take the lock before it
+	entry     watchdog.Entry // names the hold (see id), and has it renewed once watched
 }
 
 // newHold records in turn t, whose turn the caller has, the new hold of
