@@ -64,8 +64,11 @@ var unscriptable = map[string]bool{
 // out, the key was deleted or overwritten, or another owner holds it),
 // nothing runs, ctx's hold ends, and Do returns an error that errors.Is
 // matches to ErrLockLost; ErrNotHeld when ctx never held m (or released
-// it). A re-entrant holder may call it, and so may every goroutine that
-// shares the lock context: their calls take turns.
+// it). A lock context whose hold ended stays refused after its owner took
+// the lock again (a copy detached with context.WithoutCancel, say): the
+// later hold is not the one ctx carries. A re-entrant holder may call it,
+// and so may every goroutine that shares the lock context: their calls
+// take turns.
 //
 // It returns one result per command, in order. As in MULTI/EXEC, a command
 // that fails (WRONGTYPE, say) has its error in its own result, and the
