@@ -32,11 +32,7 @@ func (l *lock) waitInQueue(a *acquisition, wait, lease time.Duration) {
 		return
 	}
 	q.wait(a, lease)
-	// The owner's calls that wait share its entry: the last one takes it
-	// out of the queue; after Close, each (Close dismissed them all).
-	if last := q.p.w.Done(a.g.acquired); !a.g.acquired && (last || errors.Is(l.check(a.octx), ErrClosed)) {
-		l.withdraw(a.octx, a.o, true)
-	}
+	l.leaveMarked(a, q.p.w) // the owner's calls that wait share its entry
 	q.end()
 }
 

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/rlock/rlock/lua"
+	"github.com/rlock/rlock/pubsub"
 )
 
 // released is the release script's answer.
@@ -225,6 +226,17 @@ func (l *lock) settle(ctx context.Context, t *turn, err error) error {
 		err = fmt.Errorf("%w; %w: settling: %w", err, ErrOutcomeUnknown, serr)
 	}
 	return err
+}
+
+// leaveMarked takes waiter w of call a, on a marked kind (kind.marked),
+// out of its channel's queue. When a stops waiting without the lock, the
+// owner's last waiting call withdraws the mark the owner's calls share;
+// after Close, each does (Close dismissed them all, and its Subscriber
+// tells none that it was last).
+func (l *lock) leaveMarked(a *acquisition, w *pubsub.Waiter) {
+	if last := w.Done(a.g.acquired); !a.g.acquired && (last || errors.Is(l.check(a.octx), ErrClosed)) {
+		l.withdraw(a.octx, a.o, true)
+	}
 }
 
 // withdraw takes back what owner o's refused acquires left on l when o

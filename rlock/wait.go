@@ -31,11 +31,11 @@ func (l *lock) waitOnChannel(a *acquisition, wait, lease time.Duration) {
 	}
 	l.retry(a, w, deadline, lease)
 	// A wake-up this waiter was handed but did not turn into the lock goes
-	// on to the next waiter. The marks of a marked kind's waiter are its
-	// owner's: only the owner's last waiting call takes them back; after
-	// Close, each (Close dismissed them all).
-	if last := w.Done(a.g.acquired); tag != "" && !a.g.acquired && (last || errors.Is(l.check(a.octx), ErrClosed)) {
-		l.withdraw(a.octx, a.o, true)
+	// on to the next waiter (Done).
+	if tag == "" {
+		w.Done(a.g.acquired)
+	} else {
+		l.leaveMarked(a, w)
 	}
 }
 
